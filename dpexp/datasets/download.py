@@ -1,0 +1,204 @@
+"""Checksummed downloads with pooch, from the official host or a mirror.
+
+``DPEXP_DATA_MIRROR`` (or ``mirror=``) replaces the official host: either a folder or an
+``http(s)://`` base URL laid out like ``../shared/datasets`` (``<mirror>/<mirror_path>``).
+Files are verified against the registry's sha256; a mismatch deletes nothing that was
+already verified and raises :class:`~dpexp.errors.DatasetError` with the path and how to
+retry. Files without a published checksum are trusted on first use: the hash of the first
+download is recorded next to the file and enforced afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pooch
+
+from dpexp.datasets.registry import DatasetInfo, FileInfo
+from dpexp.errors import DatasetError
+from dpexp.paths import data_dir
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def mirror_setting(mirror: str | None = None) -> str | None:
+    value = mirror if mirror is not None else os.environ.get("DPEXP_DATA_MIRROR")
+    return value or None
+
+
+class _RichBar:
+    """A pooch progress bar (tqdm-like protocol) drawn with rich."""
+
+    def __init__(self, label: str):
+        from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+        self._progress = Progress(
+            *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(),
+            transient=True,
+        )
+        self._task = self._progress.add_task(label, total=None)
+        self._progress.start()
+        self._total = None
+
+    @property
+    def total(self):
+        return self._total
+
+    @total.setter
+    def total(self, value):
+        self._total = value or None
+        self._progress.update(self._task, total=self._total)
+
+    def update(self, n):
+        self._progress.update(self._task, advance=n)
+
+    def reset(self):
+        self._progress.reset(self._task, total=self._total)
+
+    def close(self):
+        self._progress.stop()
+
+
+def _copy_downloader(source: Path):
+    """A pooch downloader that copies ``source`` from a mirror folder."""
+
+    def download(url, output_file, pooch_obj, check_only=False):  # noqa: ARG001
+        if check_only:
+            return source.exists()
+        if not source.exists():
+            raise FileNotFoundError(str(source))
+        shutil.copyfile(source, output_file)
+        return None
+
+    return download
+
+
+def _source(info: DatasetInfo, f: FileInfo, mirror: str | None) -> tuple[str, object | None]:
+    """(url, downloader) for file ``f``."""
+    if mirror:
+        if mirror.startswith(("http://", "https://")):
+            return mirror.rstrip("/") + "/" + f.mirror_path, None
+        src = Path(mirror).expanduser() / f.mirror_path
+        return src.resolve().as_uri(), _copy_downloader(src)
+    if not f.url:
+        how = info.local_instructions or "Put the file in the data directory."
+        raise DatasetError(
+            f"Dataset {info.name!r}: file {f.name} has no public download URL. {how}"
+        )
+    return f.url, None
+
+
+def fetch_file(
+    info: DatasetInfo,
+    f: FileInfo,
+    *,
+    mirror: str | None = None,
+    root: Path | None = None,
+    progress: bool = True,
+) -> Path:
+    """Return the local path of ``f``, downloading and verifying it if needed."""
+    target_dir = (root or data_dir()) / info.name
+    target = target_dir / f.name
+    tofu = target_dir / f".{f.name}.sha256"
+    mirror = mirror_setting(mirror)
+    if f.sha256 is None and target.exists() and tofu.exists():
+        if sha256_of(target) != tofu.read_text().strip():
+            raise DatasetError(
+                f"Dataset {info.name!r}: {target} no longer matches the checksum recorded at "
+                f"its first download ({tofu}). Delete both files and run "
+                f"`dpexp datasets download {info.name}` to fetch it again."
+            )
+        return target
+    if f.sha256 is not None and target.exists() and sha256_of(target) == f.sha256:
+        return target
+    url, downloader = _source(info, f, mirror)
+    if downloader is None:
+        downloader = pooch.HTTPDownloader(
+            progressbar=_RichBar(f"{info.name}/{f.name}") if progress else False, timeout=60
+        )
+    known = f"sha256:{f.sha256}" if f.sha256 else None
+    target_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        path = Path(
+            pooch.retrieve(
+                url, known_hash=known, fname=f.name, path=target_dir,
+                downloader=downloader, progressbar=False,
+            )
+        )
+    except ValueError as exc:
+        if "hash" in str(exc).lower():
+            raise DatasetError(
+                f"Dataset {info.name!r}: the download of {f.name} from {url} failed its "
+                f"sha256 check (expected {f.sha256}); the corrupted or truncated file was "
+                f"discarded and nothing in {target_dir} was changed. Retry with `dpexp "
+                f"datasets download {info.name}`; if it keeps failing, the source or mirror "
+                f"serves a different file."
+            ) from None
+        raise
+    except (OSError, Exception) as exc:  # network errors come from requests
+        if isinstance(exc, DatasetError):
+            raise
+        raise DatasetError(
+            f"Dataset {info.name!r}: could not download {f.name} from {url} "
+            f"({type(exc).__name__}: {exc}). Check your connection, or set DPEXP_DATA_MIRROR "
+            f"to a folder or http(s) URL laid out like the project's shared/datasets, then "
+            f"retry `dpexp datasets download {info.name}`."
+        ) from None
+    if f.sha256 is None:
+        digest = sha256_of(path)
+        tofu.write_text(digest + "\n")
+        import warnings
+
+        warnings.warn(
+            f"{info.name}/{f.name}: no published checksum; recorded sha256 {digest} of the "
+            f"first download and will enforce it from now on.",
+            stacklevel=2,
+        )
+    return path
+
+
+def fetch_dataset(info: DatasetInfo, *, mirror: str | None = None, progress: bool = True) -> list[Path]:
+    """Fetch every file of a downloadable dataset."""
+    if info.local_only is not None:
+        return [local_only_path(info)]
+    return [fetch_file(info, f, mirror=mirror, progress=progress) for f in info.files]
+
+
+def local_only_path(info: DatasetInfo) -> Path:
+    """Path of a user-supplied file; a clear error with instructions if it is missing."""
+    assert info.local_only is not None
+    path = data_dir() / info.name / info.local_only["file"]
+    if not path.exists():
+        raise DatasetError(
+            f"Dataset {info.name!r} cannot be downloaded publicly and has not been supplied. "
+            f"{info.local_only.get('instructions', '').strip()} (expected at {path})"
+        )
+    return path
+
+
+def checksum_status(info: DatasetInfo) -> list[dict]:
+    """Per file: cached path, whether present, and whether its checksum verifies."""
+    rows = []
+    for f in info.files:
+        path = data_dir() / info.name / f.name
+        status = "missing"
+        if path.exists():
+            expected = f.sha256
+            tofu = path.parent / f".{f.name}.sha256"
+            if expected is None and tofu.exists():
+                expected = tofu.read_text().strip()
+            if expected is None:
+                status = "present (no checksum known)"
+            else:
+                status = "ok" if sha256_of(path) == expected else "CHECKSUM MISMATCH"
+        rows.append({"file": f.name, "path": str(path), "status": status, "sha256": f.sha256})
+    return rows

@@ -1,0 +1,1 @@
+"""Experiment specs, grid expansion, the cached parallel runner and the results table."""

@@ -1,0 +1,77 @@
+"""On-disk cache of finished cells: one JSON file per cell, written atomically.
+
+A cell file is written to a temporary name in the same directory, flushed and fsynced,
+then renamed over its final name (``os.replace`` is atomic on POSIX), so a run killed at
+any moment (even with SIGKILL) leaves either the complete file or none: resuming skips
+every finished cell and recomputes only the missing ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dpexp.experiments.cells import Cell
+
+
+def cache_dir(results_dir: Path, experiment: str, scale: str) -> Path:
+    return Path(results_dir) / "cache" / experiment / scale
+
+
+def cell_path(results_dir: Path, cell: Cell) -> Path:
+    return cache_dir(results_dir, cell.experiment, cell.scale) / f"{cell.digest}.json"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_cell(results_dir: Path, cell: Cell, payload: dict[str, Any]) -> Path:
+    path = cell_path(results_dir, cell)
+    atomic_write_text(path, json.dumps({"key": cell.key, **payload}, default=str))
+    return path
+
+
+def read_cell(results_dir: Path, cell: Cell) -> dict[str, Any] | None:
+    """The cached payload of ``cell``, or None if missing (or unreadable: then recomputed)."""
+    path = cell_path(results_dir, cell)
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    if data.get("key") != cell.key:  # hash collision or a different cell: recompute
+        return None
+    return data
+
+
+def has_cell(results_dir: Path, cell: Cell) -> bool:
+    return read_cell(results_dir, cell) is not None
+
+
+def cached_experiments(results_dir: Path) -> dict[str, list[str]]:
+    """experiment -> scales with at least one cached cell."""
+    root = Path(results_dir) / "cache"
+    out: dict[str, list[str]] = {}
+    if not root.exists():
+        return out
+    for exp in sorted(p for p in root.iterdir() if p.is_dir()):
+        scales = [s.name for s in sorted(exp.iterdir()) if s.is_dir() and any(s.glob("*.json"))]
+        if scales:
+            out[exp.name] = scales
+    return out

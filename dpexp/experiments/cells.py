@@ -1,0 +1,126 @@
+"""Grid expansion: a spec at a scale -> the list of result cells.
+
+A cell is (experiment, scale, dataset (+params), algorithm (+params), epsilon, fold,
+repeat). Non-private algorithms (and procedures that do not use epsilon) run once per
+fold with ``epsilon = inf`` instead of once per epsilon.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpexp.experiments.spec import AlgorithmRef, DatasetRef, ExperimentSpec
+
+INF = float("inf")
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON (sorted keys, no spaces) used in keys and the params column."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_default)
+
+
+def _default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def format_epsilon(eps: float) -> str:
+    return "inf" if math.isinf(eps) else repr(float(eps))
+
+
+@dataclass(frozen=True)
+class Cell:
+    experiment: str
+    scale: str
+    dataset: DatasetRef
+    label: str
+    algorithm: str | None
+    procedure: str | None
+    params: dict[str, Any] = field(hash=False)
+    epsilon: float
+    fold: int
+    repeat: int
+    n_folds: int
+
+    @property
+    def key(self) -> str:
+        return canonical_json(
+            {
+                "experiment": self.experiment,
+                "scale": self.scale,
+                "dataset": self.dataset.key,
+                "algorithm": self.algorithm or f"procedure:{self.procedure}",
+                "label": self.label,
+                "params": self.params,
+                "epsilon": format_epsilon(self.epsilon),
+                "fold": self.fold,
+                "repeat": self.repeat,
+            }
+        )
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.key.encode()).hexdigest()[:24]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment, "scale": self.scale, "dataset": self.dataset.key,
+            "dataset_name": self.dataset.name, "dataset_params": self.dataset.params,
+            "dataset_label": self.dataset.display, "label": self.label,
+            "algorithm": self.algorithm, "procedure": self.procedure, "params": self.params,
+            "epsilon": format_epsilon(self.epsilon), "fold": self.fold, "repeat": self.repeat,
+            "n_folds": self.n_folds,
+        }
+
+
+def grid_points(algo: AlgorithmRef) -> list[dict[str, Any]]:
+    """Every params dict of an algorithm entry: its params times the cartesian grid."""
+    if not algo.grid:
+        return [dict(algo.params)]
+    names = sorted(algo.grid)
+    return [
+        {**algo.params, **dict(zip(names, combo, strict=True))}
+        for combo in itertools.product(*(algo.grid[n] for n in names))
+    ]
+
+
+def uses_epsilon(algo: AlgorithmRef) -> bool:
+    if algo.name is not None:
+        from dpexp.algorithms.registry import get_algorithm
+
+        return get_algorithm(algo.name).private
+    from dpexp.experiments.procedures import get_procedure
+
+    return bool(getattr(get_procedure(algo.procedure), "uses_epsilon", True))
+
+
+def expand(spec: ExperimentSpec, scale: str) -> list[Cell]:
+    """All cells of ``spec`` (already resolved at ``scale``)."""
+    n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
+    cells = []
+    for ds in spec.datasets:
+        for algo in spec.algorithms:
+            eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
+            for params in grid_points(algo):
+                for eps in eps_list:
+                    for rep in range(spec.cv.repeats):
+                        for fold in range(n_folds):
+                            cells.append(
+                                Cell(
+                                    experiment=spec.id, scale=scale, dataset=ds,
+                                    label=algo.label, algorithm=algo.name,
+                                    procedure=algo.procedure, params=params, epsilon=eps,
+                                    fold=fold, repeat=rep, n_folds=n_folds,
+                                )
+                            )
+    return cells

@@ -1,0 +1,111 @@
+"""Metrics recorded for each cell. A metric returns a float, or {step: float} for curves.
+
+``step`` is the number of trees for the staged (convergence) metrics of DPBoost Fig. 3.
+F1 uses the least frequent class (in the training labels) as the positive class, as
+Fletcher & Islam do (Section 5.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Evaluation:
+    """Predictions of one fitted estimator on one test fold, computed lazily once."""
+
+    estimator: Any
+    X_test: Any
+    y_test: np.ndarray
+    y_train: np.ndarray
+    _cache: dict = field(default_factory=dict)
+
+    def predict(self) -> np.ndarray:
+        if "pred" not in self._cache:
+            self._cache["pred"] = np.asarray(self.estimator.predict(self.X_test))
+        return self._cache["pred"]
+
+    def proba(self) -> np.ndarray:
+        if "proba" not in self._cache:
+            if not hasattr(self.estimator, "predict_proba"):
+                raise ValueError(f"{type(self.estimator).__name__} has no predict_proba (needed for AUC)")
+            self._cache["proba"] = np.asarray(self.estimator.predict_proba(self.X_test))
+        return self._cache["proba"]
+
+
+def accuracy(ev: Evaluation) -> float:
+    return float(np.mean(ev.predict() == ev.y_test))
+
+
+def error(ev: Evaluation) -> float:
+    return 1.0 - accuracy(ev)
+
+
+def rmse(ev: Evaluation) -> float:
+    return float(np.sqrt(np.mean((ev.predict().astype(float) - ev.y_test) ** 2)))
+
+
+def mae(ev: Evaluation) -> float:
+    return float(np.mean(np.abs(ev.predict().astype(float) - ev.y_test)))
+
+
+def auc(ev: Evaluation) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    proba = ev.proba()
+    classes = np.asarray(getattr(ev.estimator, "classes_", np.arange(proba.shape[1])))
+    present = np.unique(ev.y_test)
+    if len(present) < 2:
+        return float("nan")
+    if proba.shape[1] == 2:
+        return float(roc_auc_score(ev.y_test == classes[1], proba[:, 1]))
+    cols = np.isin(classes, present)
+    p = proba[:, cols]
+    p = p / np.clip(p.sum(axis=1, keepdims=True), 1e-12, None)
+    return float(roc_auc_score(ev.y_test, p, multi_class="ovr", labels=classes[cols]))
+
+
+def minority_class(y_train: np.ndarray):
+    vals, counts = np.unique(y_train, return_counts=True)
+    return vals[np.argmin(counts)]
+
+
+def f1_minority(ev: Evaluation) -> float:
+    from sklearn.metrics import f1_score
+
+    pos = minority_class(ev.y_train)
+    return float(f1_score(ev.y_test == pos, ev.predict() == pos, zero_division=0.0))
+
+
+def _staged(ev: Evaluation, score: Callable[[np.ndarray, np.ndarray], float]) -> dict[int, float]:
+    if not hasattr(ev.estimator, "staged_predict"):
+        raise ValueError(f"{type(ev.estimator).__name__} has no staged_predict (needed for curves)")
+    stages = list(ev.estimator.staged_predict(ev.X_test))
+    n = len(stages)
+    every = max(1, n // 100)
+    keep = set(range(every, n + 1, every)) | {1, n}
+    return {i: score(np.asarray(stages[i - 1]), ev.y_test) for i in sorted(keep)}
+
+
+def staged_error(ev: Evaluation) -> dict[int, float]:
+    return _staged(ev, lambda p, y: float(np.mean(p != y)))
+
+
+def staged_rmse(ev: Evaluation) -> dict[int, float]:
+    return _staged(ev, lambda p, y: float(np.sqrt(np.mean((p.astype(float) - y) ** 2))))
+
+
+METRICS: dict[str, Callable[[Evaluation], float | dict[int, float]]] = {
+    "accuracy": accuracy,
+    "error": error,
+    "rmse": rmse,
+    "mae": mae,
+    "auc": auc,
+    "f1_minority": f1_minority,
+    "staged_error": staged_error,
+    "staged_rmse": staged_rmse,
+}

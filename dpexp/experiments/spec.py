@@ -1,0 +1,333 @@
+"""Load and validate experiment specs (``experiments/*.yaml``; see docs/SPEC_FORMAT.md).
+
+Validation errors are :class:`~dpexp.errors.SpecError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dpexp.errors import SpecError, UnknownNameError
+from dpexp.paths import experiments_dir
+
+SCALES = ("smoke", "paper")
+_TOP_KEYS = {
+    "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
+    "algorithms", "epsilons", "cv", "metrics", "plot", "table", "scales", "paper_values",
+    "claims", "privacy_caveats",
+}
+_ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
+_DATASET_KEYS = {"name", "params", "label"}
+_CV_KEYS = {"scheme", "folds", "repeats", "stratified", "test_size"}
+_SCALE_KEYS = {"datasets", "max_rows", "epsilons", "cv", "params", "algorithms", "dataset_params"}
+_PLOT_KEYS = {"x", "y", "panels", "logx", "logy", "steps", "ylabel", "xlabel", "style"}
+_TABLE_KEYS = {"rows", "columns", "metric", "format", "aggregate"}
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        if not self.params:
+            return self.name
+        inner = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return f"{self.name}[{inner}]"
+
+    @property
+    def display(self) -> str:
+        return self.label or self.key
+
+
+@dataclass(frozen=True)
+class AlgorithmRef:
+    label: str
+    name: str | None = None  # registered algorithm
+    procedure: str | None = None  # or a registered procedure
+    params: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CVScheme:
+    scheme: str = "kfold"
+    folds: int = 5
+    repeats: int = 1
+    stratified: bool = True
+    test_size: float = 0.2
+
+
+@dataclass
+class ExperimentSpec:
+    id: str
+    path: Path
+    paper: str
+    artefact: str
+    kind: str
+    caption: str
+    datasets: list[DatasetRef]
+    algorithms: list[AlgorithmRef]
+    epsilons: list[float]
+    cv: CVScheme
+    metrics: dict[str, list[str]]
+    aliases: list[str] = field(default_factory=list)
+    notes: str = ""
+    plot: dict[str, Any] = field(default_factory=dict)
+    table: dict[str, Any] = field(default_factory=dict)
+    scales: dict[str, dict[str, Any]] = field(default_factory=dict)
+    paper_values: dict[str, Any] = field(default_factory=dict)
+    claims: list[str] = field(default_factory=list)
+    privacy_caveats: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def at_scale(self, scale: str) -> ExperimentSpec:
+        """The spec with the overrides of ``scale`` applied (smoke) or as is (paper)."""
+        if scale not in SCALES:
+            raise SpecError(f"Unknown scale {scale!r}; use one of {', '.join(SCALES)}.")
+        over = self.scales.get(scale) or {}
+        if not over:
+            return self
+        raw = dict(self.raw)
+        if "datasets" in over:
+            wanted = over["datasets"]
+            by_key = {self._ds_key(d): d for d in raw["datasets"]}
+            picked = []
+            for w in wanted:
+                k = self._ds_key(w)
+                picked.append(by_key.get(k, w))
+            raw["datasets"] = picked
+        if "epsilons" in over:
+            raw["epsilons"] = over["epsilons"]
+        if "cv" in over:
+            raw["cv"] = {**(raw.get("cv") or {}), **over["cv"]}
+        if "algorithms" in over:
+            keep = set(over["algorithms"])
+            raw["algorithms"] = [
+                a for a in raw["algorithms"] if (a.get("label") or a.get("name") or a.get("procedure")) in keep
+            ]
+        if "params" in over or "dataset_params" in over:
+            algos = []
+            for a in raw["algorithms"]:
+                a = dict(a)
+                if "params" in over:
+                    a["params"] = {**(a.get("params") or {}), **over["params"]}
+                    a["grid"] = {k: v for k, v in (a.get("grid") or {}).items() if k not in over["params"]}
+                algos.append(a)
+            raw["algorithms"] = algos
+            if "dataset_params" in over:
+                dss = []
+                for d in raw["datasets"]:
+                    d = {"name": d} if isinstance(d, str) else dict(d)
+                    extra = over["dataset_params"].get(d["name"])
+                    if extra:
+                        d["params"] = {**(d.get("params") or {}), **extra}
+                    dss.append(d)
+                raw["datasets"] = dss
+        raw["scales"] = {}
+        spec = parse_spec(raw, self.path)
+        spec.scales = self.scales
+        return spec
+
+    @staticmethod
+    def _ds_key(d) -> str:
+        if isinstance(d, str):
+            return d
+        return DatasetRef(d["name"], dict(d.get("params") or {})).key
+
+    def max_rows(self, scale: str) -> int | None:
+        return (self.scales.get(scale) or {}).get("max_rows") if scale == "smoke" else None
+
+    def metrics_for(self, task: str) -> list[str]:
+        return self.metrics.get(task, [])
+
+
+def _err(path: Path, msg: str) -> SpecError:
+    return SpecError(f"{path.name}: {msg}")
+
+
+def _check_keys(path: Path, where: str, got: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(got) - allowed)
+    if unknown:
+        import difflib
+
+        hints = []
+        for u in unknown:
+            close = difflib.get_close_matches(u, allowed, n=1)
+            hints.append(f"{u!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise _err(path, f"unknown key(s) in {where}: {', '.join(hints)}.")
+
+
+def _epsilon_list(path: Path, where: str, values) -> list[float]:
+    if not isinstance(values, list) or not values:
+        raise _err(path, f"key {where!r} must be a non-empty list of numbers > 0.")
+    out = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise _err(path, f"key {where!r}: {v!r} is not a number.") from None
+        if math.isnan(f) or f <= 0:
+            raise _err(path, f"key {where!r}: epsilon must be > 0, got {v!r}.")
+        out.append(f)
+    return out
+
+
+def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
+    if not isinstance(raw, dict):
+        raise _err(path, "expected a YAML mapping at the top level.")
+    _check_keys(path, "the spec", raw, _TOP_KEYS)
+    for key in ("id", "paper", "artefact", "kind", "caption", "datasets", "algorithms"):
+        if key not in raw:
+            raise _err(path, f"missing required key {key!r}.")
+    if raw["id"] != path.stem:
+        raise _err(path, f"key 'id' is {raw['id']!r} but the file is named {path.stem!r}.")
+    if raw["kind"] not in ("figure", "table"):
+        raise _err(path, f"key 'kind' must be 'figure' or 'table', got {raw['kind']!r}.")
+    if not isinstance(raw["datasets"], list) or not raw["datasets"]:
+        raise _err(path, "key 'datasets' must be a non-empty list.")
+    datasets = []
+    for i, d in enumerate(raw["datasets"]):
+        if isinstance(d, str):
+            datasets.append(DatasetRef(d))
+        elif isinstance(d, dict) and "name" in d:
+            _check_keys(path, f"datasets[{i}]", d, _DATASET_KEYS)
+            datasets.append(DatasetRef(d["name"], dict(d.get("params") or {}), d.get("label", "")))
+        else:
+            raise _err(path, f"datasets[{i}] must be a name or a mapping with 'name'.")
+    if not isinstance(raw["algorithms"], list) or not raw["algorithms"]:
+        raise _err(path, "key 'algorithms' must be a non-empty list.")
+    algos = []
+    for i, a in enumerate(raw["algorithms"]):
+        if not isinstance(a, dict):
+            raise _err(path, f"algorithms[{i}] must be a mapping with 'name' or 'procedure'.")
+        _check_keys(path, f"algorithms[{i}]", a, _ALGO_KEYS)
+        if ("name" in a) == ("procedure" in a):
+            raise _err(path, f"algorithms[{i}] needs exactly one of 'name' or 'procedure'.")
+        params = a.get("params") or {}
+        grid = a.get("grid") or {}
+        if not isinstance(params, dict):
+            raise _err(path, f"algorithms[{i}].params must be a mapping.")
+        if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
+            raise _err(path, f"algorithms[{i}].grid must map parameter names to non-empty lists.")
+        label = a.get("label") or a.get("name") or a.get("procedure")
+        algos.append(AlgorithmRef(label=str(label), name=a.get("name"), procedure=a.get("procedure"),
+                                  params=dict(params), grid=dict(grid)))
+    labels = [a.label for a in algos]
+    if len(set(labels)) != len(labels) and not any(a.grid for a in algos):
+        raise _err(path, f"algorithm labels must be unique, got {labels}.")
+    epsilons = _epsilon_list(path, "epsilons", raw.get("epsilons", [1.0]))
+    cv_raw = raw.get("cv") or {}
+    if not isinstance(cv_raw, dict):
+        raise _err(path, "key 'cv' must be a mapping.")
+    _check_keys(path, "cv", cv_raw, _CV_KEYS)
+    cv = CVScheme(**{k: cv_raw[k] for k in cv_raw})
+    if cv.scheme not in ("kfold", "given", "holdout"):
+        raise _err(path, f"key 'cv.scheme' must be kfold, given or holdout, got {cv.scheme!r}.")
+    if cv.scheme == "kfold" and (not isinstance(cv.folds, int) or cv.folds < 2):
+        raise _err(path, f"key 'cv.folds' must be an integer >= 2, got {cv.folds!r}.")
+    if not isinstance(cv.repeats, int) or cv.repeats < 1:
+        raise _err(path, f"key 'cv.repeats' must be an integer >= 1, got {cv.repeats!r}.")
+    metrics_raw = raw.get("metrics") or {"classification": ["error"], "regression": ["rmse"]}
+    if isinstance(metrics_raw, list):
+        metrics_raw = {"classification": metrics_raw, "regression": metrics_raw}
+    if not isinstance(metrics_raw, dict):
+        raise _err(path, "key 'metrics' must be a list or a mapping task -> list.")
+    from dpexp.experiments.metrics import METRICS
+
+    metrics: dict[str, list[str]] = {}
+    for task, names in metrics_raw.items():
+        if task not in ("classification", "regression"):
+            raise _err(path, f"key 'metrics': unknown task {task!r}.")
+        names = [names] if isinstance(names, str) else list(names)
+        for m in names:
+            if m not in METRICS:
+                raise _err(path, f"key 'metrics.{task}': unknown metric {m!r} (known: {', '.join(sorted(METRICS))}).")
+        metrics[task] = names
+    plot = raw.get("plot") or {}
+    table = raw.get("table") or {}
+    if not isinstance(plot, dict):
+        raise _err(path, "key 'plot' must be a mapping.")
+    if not isinstance(table, dict):
+        raise _err(path, "key 'table' must be a mapping.")
+    _check_keys(path, "plot", plot, _PLOT_KEYS)
+    _check_keys(path, "table", table, _TABLE_KEYS)
+    scales = raw.get("scales") or {}
+    if not isinstance(scales, dict):
+        raise _err(path, "key 'scales' must be a mapping.")
+    for s, over in scales.items():
+        if s not in SCALES:
+            raise _err(path, f"key 'scales': unknown scale {s!r} (use {', '.join(SCALES)}).")
+        over = over or {}
+        if not isinstance(over, dict):
+            raise _err(path, f"key 'scales.{s}' must be a mapping.")
+        _check_keys(path, f"scales.{s}", over, _SCALE_KEYS)
+        if s == "paper" and "max_rows" in over:
+            raise _err(path, "key 'scales.paper.max_rows': paper scale never subsamples rows.")
+        if "epsilons" in over:
+            _epsilon_list(path, f"scales.{s}.epsilons", over["epsilons"])
+        if "max_rows" in over and (not isinstance(over["max_rows"], int) or over["max_rows"] < 10):
+            raise _err(path, f"key 'scales.{s}.max_rows' must be an integer >= 10.")
+    pv = raw.get("paper_values") or {}
+    if not isinstance(pv, dict):
+        raise _err(path, "key 'paper_values' must be a mapping with 'values'.")
+    for i, v in enumerate(pv.get("values") or []):
+        if not isinstance(v, dict) or "value" not in v:
+            raise _err(path, f"paper_values.values[{i}] must be a mapping with a 'value'.")
+    aliases = raw.get("aliases") or []
+    if not isinstance(aliases, list):
+        raise _err(path, "key 'aliases' must be a list.")
+    return ExperimentSpec(
+        id=raw["id"], path=path, paper=raw["paper"], artefact=str(raw["artefact"]),
+        kind=raw["kind"], caption=str(raw["caption"]).strip(), datasets=datasets,
+        algorithms=algos, epsilons=epsilons, cv=cv, metrics=metrics,
+        aliases=[str(a) for a in aliases], notes=str(raw.get("notes", "")).strip(), plot=plot,
+        table=table, scales={k: (v or {}) for k, v in scales.items()}, paper_values=pv,
+        claims=list(raw.get("claims") or []), privacy_caveats=list(raw.get("privacy_caveats") or []),
+        raw=raw,
+    )
+
+
+def load_spec_file(path: Path) -> ExperimentSpec:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path.name}: not valid YAML: {exc}") from None
+    return parse_spec(raw, path)
+
+
+def all_specs(directory: Path | None = None) -> dict[str, ExperimentSpec]:
+    directory = directory or experiments_dir()
+    specs = {}
+    for p in sorted(directory.glob("*.yaml")):
+        spec = load_spec_file(p)
+        specs[spec.id] = spec
+    return specs
+
+
+def alias_map(specs: dict[str, ExperimentSpec]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for s in specs.values():
+        for a in s.aliases:
+            if a in out or a in specs:
+                raise SpecError(f"{s.path.name}: alias {a!r} is already used by {out.get(a, a)!r}.")
+            out[a] = s.id
+    return out
+
+
+def resolve(name: str, directory: Path | None = None) -> ExperimentSpec:
+    """The spec named ``name`` (an id or an alias); suggests close names if unknown."""
+    specs = all_specs(directory)
+    if name in specs:
+        return specs[name]
+    aliases = alias_map(specs)
+    if name in aliases:
+        return specs[aliases[name]]
+    raise UnknownNameError("experiment", name, [*specs, *aliases])

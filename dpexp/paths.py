@@ -1,0 +1,57 @@
+"""Where dpexp finds its registry, specs, caches and outputs.
+
+* Project files (``datasets.yaml``, ``experiments/``): ``$DPEXP_HOME`` if set, else the
+  checkout the package was installed from (``pip install -e .``).
+* Downloaded data: ``$DPEXP_DATA_DIR`` if set, else the platform cache
+  (``pooch.os_cache("dpexp")``, e.g. ``~/.cache/dpexp``).
+* Results and figures: ``results/`` and ``figures/`` in the project, or ``--results-dir``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dpexp.errors import DpexpError
+
+
+def project_root() -> Path:
+    env = os.environ.get("DPEXP_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path(__file__).resolve().parent.parent
+    if (here / "datasets.yaml").exists():
+        return here
+    cwd = Path.cwd()
+    for p in (cwd, *cwd.parents):
+        if (p / "datasets.yaml").exists() and (p / "experiments").is_dir():
+            return p
+    raise DpexpError(
+        "Cannot find the dpexp project files (datasets.yaml, experiments/). Install dpexp "
+        "from its checkout with `pip install -e .` or set DPEXP_HOME to the checkout."
+    )
+
+
+def datasets_yaml() -> Path:
+    return project_root() / "datasets.yaml"
+
+
+def experiments_dir() -> Path:
+    return project_root() / "experiments"
+
+
+def data_dir() -> Path:
+    env = os.environ.get("DPEXP_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    import pooch
+
+    return Path(pooch.os_cache("dpexp"))
+
+
+def default_results_dir() -> Path:
+    return project_root() / "results"
+
+
+def default_figures_dir() -> Path:
+    return project_root() / "figures"

@@ -1,0 +1,1 @@
+"""Figures (matplotlib, PDF + PNG) and tables (Markdown, CSV, LaTeX) from cached results."""
