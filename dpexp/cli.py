@@ -25,8 +25,8 @@ datasets_app = typer.Typer(help="List, download and inspect the registered datas
 app.add_typer(datasets_app, name="datasets")
 
 DEFAULT_EXPERIMENT = "quickstart"
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def guarded(fn):
@@ -340,13 +340,14 @@ def datasets_info(
     from dpexp.datasets.registry import get_dataset_info
 
     info = get_dataset_info(name)
+    loaded = load_dataset(name, progress=False).summary() if load else None
     data = {"name": info.name, "description": info.description, "task": info.task,
             "papers": info.papers, "registry_rows": info.rows, "registry_features": info.features,
             "files": download.checksum_status(info)}
     if info.local_only:
         data["user_supplied"] = info.local_only
-    if load:
-        data["loaded"] = load_dataset(name, max_rows=None, progress=False).summary()
+    if loaded is not None:
+        data["loaded"] = loaded
     if as_json:
         typer.echo(json.dumps(data, indent=2, default=str))
         return

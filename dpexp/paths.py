@@ -37,6 +37,10 @@ def datasets_yaml() -> Path:
 
 
 def experiments_dir() -> Path:
+    """``$DPEXP_EXPERIMENTS_DIR`` if set (extra specs of your own), else ``experiments/``."""
+    env = os.environ.get("DPEXP_EXPERIMENTS_DIR")
+    if env:
+        return Path(env).expanduser()
     return project_root() / "experiments"
 
 

@@ -26,6 +26,9 @@ from dpexp.errors import DpexpError, UnknownNameError
 
 ALGORITHM_MODULES = [
     "dpexp.algorithms.baselines",
+    "dpexp.algorithms.dpboost",
+    "dpexp.algorithms.fletcher",
+    "dpexp.algorithms.fletcher_comparators",
 ]
 
 #: Estimator parameters the runner fills from the dataset's public metadata.

@@ -127,6 +127,7 @@ def fetch_file(
         )
     known = f"sha256:{f.sha256}" if f.sha256 else None
     target_dir.mkdir(parents=True, exist_ok=True)
+    pooch.get_logger().setLevel("WARNING")  # our own progress bar says what is downloading
     try:
         path = Path(
             pooch.retrieve(

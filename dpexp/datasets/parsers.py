@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from dpexp.errors import DatasetError
 
@@ -62,11 +61,10 @@ def parse_csv(paths: list[Path], options: dict) -> Parsed:
     if join in ("concat", "train_test"):
         skip = int(options.get("skip_rows_test", 0))
         frames.append(_read_csv(paths[1], options, skip=skip))
-    for df in frames:
-        for col in options.get("drop", []):
-            if col not in df.columns:
-                raise DatasetError(f"column {col!r} to drop is not in the file")
-            df.drop(columns=col, inplace=True)
+    for col in options.get("drop", []):
+        if col not in frames[0].columns:
+            raise DatasetError(f"column {col!r} to drop is not in the file")
+    frames = [df.drop(columns=options.get("drop", [])) for df in frames]
     if options.get("drop_missing"):
         frames = [df.dropna(how="any").reset_index(drop=True) for df in frames]
     label = options.get("label")

@@ -8,6 +8,7 @@ every finished cell and recomputes only the missing ones.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -35,10 +36,8 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

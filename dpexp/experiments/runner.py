@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ import pandas as pd
 import dpexp
 from dpexp.errors import BudgetExceededError, DpexpError, SpecError, UnknownNameError, check_epsilon
 from dpexp.experiments import cache
-from dpexp.experiments.cells import Cell, canonical_json, expand, format_epsilon
+from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.metrics import METRICS, Evaluation
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
 from dpexp.seeding import seed_int, seed_sequence
@@ -307,8 +306,14 @@ def _backend(cfg: RunConfig):
 
 def _progress_bar(enabled: bool):
     """Cells done / total, elapsed time and ETA."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

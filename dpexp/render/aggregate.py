@@ -66,9 +66,8 @@ def _matches(entry: dict, row: pd.Series, ds_display: dict[str, str]) -> bool:
         elif key == "step":
             if pd.isna(row["step"]) or int(want) != int(row["step"]):
                 return False
-        elif key.startswith("param:"):
-            if json.loads(row["params"]).get(key[6:]) != want:
-                return False
+        elif key.startswith("param:") and json.loads(row["params"]).get(key[6:]) != want:
+            return False
     return True
 
 

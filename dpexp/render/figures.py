@@ -61,10 +61,7 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
 
     x = spec.plot.get("x", "epsilon")
     panel_by = spec.plot.get("panels", "dataset")
-    if panel_by == "dataset":
-        panels = list(dict.fromkeys(agg["dataset"]))
-    else:
-        panels = [None]
+    panels = list(dict.fromkeys(agg["dataset"])) if panel_by == "dataset" else [None]
     n = max(len(panels), 1)
     ncols = min(n, 5)
     nrows = math.ceil(n / ncols)

@@ -1,0 +1,48 @@
+# dpexp: common tasks. `make help` lists them.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+JOBS ?= 2
+SEED ?= 0
+EXPERIMENTS = $(shell $(PYTHON) -m dpexp.cli list --json 2>/dev/null | $(PYTHON) -c "import json,sys; print(' '.join(r['id'] for r in json.load(sys.stdin)))")
+
+.PHONY: help install install-test test lint demo reproduce-smoke reproduce-all bench clean-results
+
+help:
+	@echo "make demo             install and run the default experiment (synthetic data, smoke scale)"
+	@echo "make test             install with test extras and run the test suite"
+	@echo "make reproduce-smoke  run every experiment at smoke scale (minutes), then render"
+	@echo "make reproduce-all    run every experiment at paper scale (days on 2 cores), resumable"
+	@echo "make bench            run the benchmarks in bench/ (prints ratios vs references)"
+	@echo "make lint             ruff"
+
+install:
+	$(PIP) install -q -e .
+
+install-test:
+	$(PIP) install -q -e ".[test,dask]"
+
+demo: install
+	dpexp run
+
+test: install-test
+	$(PYTHON) -m pytest -q
+
+lint:
+	$(PYTHON) -m ruff check dpexp tests bench
+
+reproduce-smoke: install
+	@for e in $(EXPERIMENTS); do \
+	  dpexp run $$e --scale smoke --jobs $(JOBS) --seed $(SEED) -q || exit $$?; \
+	done
+
+reproduce-all: install
+	@for e in $(EXPERIMENTS); do \
+	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) || exit $$?; \
+	done
+
+bench: install
+	$(PIP) install -q -e ".[bench]"
+	@for b in bench/bench_*.py; do $(PYTHON) $$b || exit $$?; done
+
+clean-results:
+	rm -rf results/cache results/*/ figures/*/

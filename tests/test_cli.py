@@ -1,0 +1,115 @@
+"""End-to-end CLI runs (typer's CliRunner) at smoke scale, bad input, and exports."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture()
+def dirs(tmp_path):
+    return tmp_path / "results", tmp_path / "figures"
+
+
+def run_quickstart(dirs, *extra):
+    r, f = dirs
+    return invoke("run", "quickstart", "--scale", "smoke", "--results-dir", r, "--figures-dir", f, *extra)
+
+
+def test_run_produces_real_numbers_and_figures(dirs):
+    res = run_quickstart(dirs)
+    assert res.exit_code == 0, res.output
+    r, f = dirs
+    table = pd.read_csv(r / "quickstart" / "results-smoke.csv")
+    acc = table[table.metric == "accuracy"]["value"]
+    assert len(acc) == 3 and acc.between(0.6, 1.0).all()  # 3 folds, non-private: one epsilon
+    assert table["git_revision"].notna().all() and (table["n_train"] > 0).all()
+    png = f / "quickstart" / "quickstart-smoke.png"
+    assert png.exists() and png.stat().st_size > 10_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (r / "quickstart" / "quickstart-smoke.md").read_text()
+    assert "±" in md and "0." in md
+    # second run: everything from cache
+    again = run_quickstart(dirs)
+    assert again.exit_code == 0 and "0 computed, 3 from cache" in again.output
+
+
+def test_results_identical_for_any_jobs(tmp_path):
+    a = (tmp_path / "a", tmp_path / "fa")
+    b = (tmp_path / "b", tmp_path / "fb")
+    assert run_quickstart(a, "--jobs", "1", "--no-render").exit_code == 0
+    assert run_quickstart(b, "--jobs", "2", "--no-render").exit_code == 0
+    cols = ["dataset", "label", "epsilon", "fold", "metric", "value"]
+    ta = pd.read_csv(a[0] / "quickstart" / "results-smoke.csv")[cols].sort_values(cols[:5]).reset_index(drop=True)
+    tb = pd.read_csv(b[0] / "quickstart" / "results-smoke.csv")[cols].sort_values(cols[:5]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(ta, tb)
+
+
+def test_results_export_json(dirs):
+    assert run_quickstart(dirs, "--no-render").exit_code == 0
+    res = invoke("results", "quickstart", "--format", "json", "--results-dir", dirs[0])
+    rows = json.loads(res.stdout)
+    assert {"experiment", "epsilon_spent", "metric", "value", "seed"} <= set(rows[0])
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "quikstart"], "Did you mean 'quickstart'"),
+        (["run", "quickstart", "--dataset", "adlut"], "Did you mean 'adult'"),
+        (["run", "quickstart", "--epsilons", "1,-2"], "epsilon must be a finite number > 0"),
+        (["run", "quickstart", "--epsilons", "nan"], "epsilon must be a finite number > 0"),
+        (["run", "quickstart", "--epsilons", "0"], "epsilon must be a finite number > 0"),
+        (["run", "quickstart", "--algorithms", "dpbost"], "Unknown algorithm"),
+        (["run", "quickstart", "--scale", "huge"], "Unknown scale"),
+        (["show", "fgi2"], "Unknown experiment"),
+        (["datasets", "info", "gss", "--no-load"], None),
+        (["datasets", "info", "gss"], "cannot be downloaded publicly"),
+    ],
+)
+def test_bad_input_gives_clear_error_without_traceback(args, needle, tmp_path):
+    res = invoke(*args, *(["--results-dir", tmp_path] if args[0] == "run" else []))
+    if needle is None:
+        assert res.exit_code == 0, res.output
+        return
+    assert res.exit_code != 0
+    assert needle in res.output
+    assert "Traceback" not in res.output
+
+
+def test_bad_input_leaves_cache_intact(dirs):
+    assert run_quickstart(dirs, "--no-render").exit_code == 0
+    before = sorted(p.read_bytes() for p in (dirs[0] / "cache").rglob("*.json"))
+    bad = run_quickstart(dirs, "--epsilons", "-1")
+    assert bad.exit_code != 0
+    after = sorted(p.read_bytes() for p in (dirs[0] / "cache").rglob("*.json"))
+    assert before == after
+
+
+def test_list_show_and_datasets_commands():
+    res = invoke("list", "--json")
+    assert res.exit_code == 0
+    ids = {r["id"] for r in json.loads(res.stdout)}
+    assert "quickstart" in ids
+    assert invoke("show", "quickstart").exit_code == 0
+    ds = json.loads(invoke("datasets", "list", "--json").stdout)
+    assert any(d["name"] == "adult" and d["rows"] == 32561 for d in ds)
+    info = invoke("datasets", "info", "abalone", "--json")
+    assert info.exit_code == 0, info.output
+    data = json.loads(info.stdout)
+    assert data["loaded"]["rows"] == 4177 and data["files"][0]["status"] == "ok"
+    dl = invoke("datasets", "download", "nursery")
+    assert dl.exit_code == 0 and "sha256 ok" in dl.output
+    assert invoke("validate").exit_code == 0
+    assert invoke("algorithms", "--json").exit_code == 0

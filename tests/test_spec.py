@@ -1,0 +1,105 @@
+"""Spec validation (errors name the key), aliases, scales and grid expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dpexp.errors import SpecError, UnknownNameError
+from dpexp.experiments.cells import expand, grid_points
+from dpexp.experiments.spec import all_specs, load_spec_file, parse_spec, resolve
+
+BASE = {
+    "id": "t",
+    "paper": "p",
+    "artefact": "Figure 1",
+    "kind": "figure",
+    "caption": "c",
+    "datasets": ["synthA"],
+    "algorithms": [{"name": "breiman_rf", "params": {"n_estimators": 5}}],
+    "epsilons": [1, 2],
+    "cv": {"folds": 3, "repeats": 2},
+}
+
+
+def spec(**over):
+    raw = {**BASE, **over}
+    return parse_spec(raw, Path("t.yaml"))
+
+
+def test_every_shipped_spec_validates():
+    specs = all_specs()
+    assert "quickstart" in specs
+    for s in specs.values():
+        for scale in ("smoke", "paper"):
+            s.at_scale(scale)
+
+
+@pytest.mark.parametrize(
+    ("over", "key"),
+    [
+        ({"epsilons": [1, -1]}, "epsilons"),
+        ({"epsilons": [float("nan")]}, "epsilons"),
+        ({"epsilons": [0]}, "epsilons"),
+        ({"kind": "poster"}, "kind"),
+        ({"cv": {"folds": 1}}, "cv.folds"),
+        ({"cv": {"fols": 3}}, "fols"),
+        ({"metrics": ["eror"]}, "eror"),
+        ({"algorithms": [{"label": "x"}]}, "algorithms\\[0\\]"),
+        ({"scales": {"paper": {"max_rows": 100}}}, "scales.paper.max_rows"),
+        ({"scales": {"huge": {}}}, "huge"),
+        ({"datasets": []}, "datasets"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
+def test_malformed_spec_names_the_bad_key(over, key):
+    with pytest.raises(SpecError, match=key):
+        spec(**over)
+
+
+def test_missing_required_key():
+    raw = dict(BASE)
+    del raw["caption"]
+    with pytest.raises(SpecError, match="'caption'"):
+        parse_spec(raw, Path("t.yaml"))
+
+
+def test_id_must_match_file(tmp_path):
+    p = tmp_path / "other.yaml"
+    p.write_text(yaml.safe_dump(BASE))
+    with pytest.raises(SpecError, match="file is named 'other'"):
+        load_spec_file(p)
+
+
+def test_invalid_yaml_is_a_spec_error(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("id: [unclosed\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec_file(p)
+
+
+def test_unknown_experiment_suggests(tmp_path):
+    with pytest.raises(UnknownNameError, match="quickstart"):
+        resolve("quikstart")
+
+
+def test_grid_and_cells():
+    s = spec(algorithms=[{"name": "breiman_rf", "params": {"n_estimators": 5}, "grid": {"max_depth": [2, 4]}}])
+    assert grid_points(s.algorithms[0]) == [{"n_estimators": 5, "max_depth": 2}, {"n_estimators": 5, "max_depth": 4}]
+    cells = expand(s, "paper")
+    # non-private: one epsilon (inf), 2 grid points x 3 folds x 2 repeats
+    assert len(cells) == 12
+    assert len({c.key for c in cells}) == 12
+    assert all(c.epsilon == float("inf") for c in cells)
+
+
+def test_smoke_scale_overrides():
+    s = spec(scales={"smoke": {"max_rows": 500, "epsilons": [1], "cv": {"folds": 2, "repeats": 1},
+                               "params": {"n_estimators": 3}}})
+    sm = s.at_scale("smoke")
+    assert sm.epsilons == [1.0] and sm.cv.folds == 2 and sm.cv.repeats == 1
+    assert sm.algorithms[0].params["n_estimators"] == 3
+    assert sm.max_rows("smoke") == 500
+    assert s.at_scale("paper").cv.folds == 3
