@@ -34,11 +34,13 @@ reproduce-smoke: install
 	@for e in $(EXPERIMENTS); do \
 	  dpexp run $$e --scale smoke --jobs $(JOBS) --seed $(SEED) -q || exit $$?; \
 	done
+	dpexp report --scale smoke
 
 reproduce-all: install
 	@for e in $(EXPERIMENTS); do \
 	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) || exit $$?; \
 	done
+	dpexp report --scale paper
 
 bench: install
 	$(PIP) install -q -e ".[bench]"

@@ -253,6 +253,23 @@ def results(
         err.print(f"{len(missing)} of {len(missing) + frame.groupby(['dataset','label','params','epsilon','fold','repeat']).ngroups} cells are not cached yet.")
 
 
+@app.command()
+@guarded
+def report(
+    scale: Annotated[str | None, typer.Option("--scale", help="Report this scale only [default: paper where cached, else smoke].")] = None,
+    results_dir: ResultsDir = None,
+    figures_dir: FiguresDir = None,
+):
+    """Write results/REPORT.md and results/report.html from the cache (no recomputation)."""
+    from dpexp.render.report import write_report
+
+    if scale not in (None, "smoke", "paper"):
+        raise DpexpError(f"--scale must be smoke or paper, got {scale!r}.")
+    rdir, fdir = _dirs(results_dir, figures_dir)
+    md, html_path = write_report(rdir, fdir, scale)
+    out.print(f"wrote {md}\nwrote {html_path}")
+
+
 @app.command("algorithms")
 @guarded
 def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
@@ -269,6 +286,38 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
     for r in rows:
         t.add_row(r["name"], "yes" if r["private"] else "no", ", ".join(r["tasks"]), r["paper"], r["description"])
     out.print(t)
+
+
+@app.command()
+@guarded
+def audit(
+    name: Annotated[str | None, typer.Argument(help="Audit target (mechanism, ledger entry or tiny model).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Audit every registered target.")] = False,
+    broken: Annotated[bool, typer.Option("--broken", help="Use the deliberately broken fixtures.")] = False,
+    epsilon: Annotated[float | None, typer.Option("--epsilon", help="Claimed epsilon to test.")] = None,
+    samples: Annotated[int | None, typer.Option("--samples", help="Draws per dataset and stage.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    quick: Annotated[bool, typer.Option("--quick", help="Fewer draws (the test-suite sizes).")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Empirically lower-bound the epsilon of a release; exits 1 if a claim is violated."""
+    from dpexp.privacy.audit import cli_audit
+
+    if epsilon is not None:
+        from dpexp.errors import check_epsilon
+
+        try:
+            check_epsilon(epsilon)
+        except ValueError as exc:
+            raise DpexpError(f"--epsilon: {exc}") from None
+    if samples is not None and samples < 100:
+        raise DpexpError(f"--samples must be at least 100, got {samples}.")
+    try:
+        code = cli_audit(name, all_targets=all_, broken=broken, epsilon=epsilon, samples=samples,
+                         seed=seed, quick=quick, as_json=as_json, echo=typer.echo)
+    except ValueError as exc:
+        raise DpexpError(str(exc)) from None
+    raise typer.Exit(code)
 
 
 # ----------------------------------------------------------------------------- datasets

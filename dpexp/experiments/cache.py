@@ -29,6 +29,9 @@ def cell_path(results_dir: Path, cell: Cell) -> Path:
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; results are meant to be shared
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)

@@ -281,6 +281,19 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
     for i, v in enumerate(pv.get("values") or []):
         if not isinstance(v, dict) or "value" not in v:
             raise _err(path, f"paper_values.values[{i}] must be a mapping with a 'value'.")
+    from dpexp.render.claims import CLAIM_KEYS
+
+    for i, c in enumerate(raw.get("claims") or []):
+        if isinstance(c, str):
+            continue
+        if not isinstance(c, dict):
+            raise _err(path, f"claims[{i}] must be text or a mapping.")
+        _check_keys(path, f"claims[{i}]", c, CLAIM_KEYS)
+        for key in ("better", "than", "metric"):
+            if key not in c:
+                raise _err(path, f"claims[{i}] needs key {key!r}.")
+        if c.get("direction", "lower") not in ("lower", "higher"):
+            raise _err(path, f"claims[{i}].direction must be 'lower' or 'higher'.")
     aliases = raw.get("aliases") or []
     if not isinstance(aliases, list):
         raise _err(path, "key 'aliases' must be a list.")

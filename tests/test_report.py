@@ -1,0 +1,53 @@
+"""`dpexp report`: renders from the cache alone; paper values beside ours; claims checked."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+from dpexp.render.claims import check_claim
+
+
+def test_report_from_cache(tmp_path):
+    runner = CliRunner()
+    r, f = tmp_path / "results", tmp_path / "figures"
+    res = runner.invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)])
+    assert res.exit_code == 0, res.output
+    text = (r / "REPORT.md").read_text()
+    assert "| quickstart |" in text and "not run" in text  # nothing cached yet: says so
+    assert runner.invoke(app, ["run", "quickstart", "--results-dir", str(r), "--figures-dir", str(f),
+                               "--no-render"]).exit_code == 0
+    res = runner.invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)])
+    assert res.exit_code == 0, res.output
+    text = (r / "REPORT.md").read_text()
+    assert "| quickstart | fletcher-islam-2017 | Quick start | smoke | 3/3 |" in text
+    html = (r / "report.html").read_text()
+    assert "data:image/png;base64," in html  # self-contained
+    assert "git revision" in text and "cores" in text
+
+
+def _agg(rows):
+    return pd.DataFrame(rows, columns=["dataset", "series", "epsilon", "metric", "step", "mean"])
+
+
+def test_claims_are_checked_both_ways():
+    nan = math.nan
+    agg = _agg([
+        ("adult", "DPBoost", 1.0, "error", nan, 0.20),
+        ("adult", "PARA", 1.0, "error", nan, 0.25),
+        ("adult", "SEQ", 1.0, "error", nan, 0.24),
+        ("abalone", "DPBoost", 1.0, "rmse", nan, 3.0),
+        ("abalone", "PARA", 1.0, "rmse", nan, 2.0),
+    ])
+    tasks = {"adult": "classification", "abalone": "regression"}
+    claim = {"text": "DPBoost beats PARA and SEQ", "better": "DPBoost", "than": ["PARA", "SEQ"],
+             "metric": {"classification": "error"}, "epsilon": 1}
+    assert check_claim(claim, agg, tasks).status == "pass"
+    claim_reg = {"text": "DPBoost beats PARA (regression)", "better": "DPBoost", "than": ["PARA"],
+                 "metric": "rmse"}
+    assert check_claim(claim_reg, agg, tasks).status == "fail"
+    assert check_claim("free text", agg, tasks).status == "not checked"
+    assert check_claim({**claim, "better": "NP"}, agg, tasks).status == "no data"
