@@ -30,7 +30,7 @@ from dpexp.experiments.metrics import METRICS, Evaluation
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
 from dpexp.seeding import seed_int, seed_sequence
 
-#: Columns of the tidy results table (one row per cell x metric x step); docs/RESULTS.md.
+#: Columns of the tidy results table (one row per cell x metric x step); see README.md.
 RESULT_COLUMNS = [
     "experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
     "epsilon_spent", "delta_spent", "fold", "repeat", "seed", "metric", "step", "value",
