@@ -1,0 +1,240 @@
+"""The privacy budget accountant: a ledger of releases organised in composition scopes.
+
+Composition (Li et al. 2020, Theorems 3 and 4; Fletcher & Islam 2017, Definitions 2-3):
+
+* ``sequential`` scope: mechanisms run on the same records; costs add up
+  (epsilon_1 + ... + epsilon_m, and delta_1 + ... + delta_m: basic composition).
+* ``parallel`` scope: every direct child (a nested scope or a bare spend) runs on a
+  *disjoint* set of records; the scope costs the maximum of its children (max epsilon,
+  max delta). This is only valid when adding/removing one record changes one child's
+  data only -- split records with :func:`dpexp.privacy.record_partition`.
+
+The root scope is sequential. Example (DPBoost: sequential over ensembles, parallel over
+the trees of an ensemble, sequential over the depths of a tree, parallel over the nodes
+of one depth)::
+
+    acc = Accountant(epsilon=1.0)
+    for e in range(n_ensembles):
+        with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
+            for t in range(trees_per_ensemble):
+                with acc.sequential(f"tree {t}"):
+                    for depth in range(max_depth):
+                        with acc.parallel(f"depth {depth}"):
+                            for node in nodes_at(depth):
+                                acc.spend(eps_node, what=f"tree {t} depth {depth} node {node} split")
+
+``spend`` raises :class:`~dpexp.errors.BudgetExceededError` at once, before anything is
+recorded, when the composed total would exceed the budget by more than a relative 1e-9.
+Spending is O(depth of the open scopes), so millions of releases are fine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpexp.errors import BudgetExceededError, check_epsilon
+
+__all__ = ["Accountant", "BudgetExceededError", "SEQUENTIAL", "PARALLEL"]
+
+SEQUENTIAL = "sequential"
+PARALLEL = "parallel"
+REL_TOL = 1e-9
+
+
+@dataclass
+class _Scope:
+    kind: str
+    label: str
+    epsilon: float = 0.0
+    delta: float = 0.0
+    n_children: int = 0
+    path: tuple[str, ...] = field(default_factory=tuple)
+    kinds: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _compose(
+    kind: str, cur: tuple[float, float], old: tuple[float, float], new: tuple[float, float]
+) -> tuple[float, float]:
+    """A scope's cost after one of its children grew from ``old`` to ``new``."""
+    if kind == SEQUENTIAL:
+        return cur[0] + (new[0] - old[0]), cur[1] + (new[1] - old[1])
+    return max(cur[0], new[0]), max(cur[1], new[1])
+
+
+def _check_delta_spend(delta: Any) -> float:
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise ValueError(f"delta must be a number in [0, 1), got {delta!r}") from None
+    if not (0.0 <= value < 1.0):
+        raise ValueError(f"delta must be a number in [0, 1), got {delta!r}")
+    return value
+
+
+class Accountant:
+    """Budget ledger with nested sequential/parallel composition scopes.
+
+    Parameters
+    ----------
+    epsilon, delta:
+        The budget the run promised (``epsilon`` may be ``inf`` for an unbounded,
+        accounting-only run; ``delta`` in [0, 1)).
+    keep_outputs:
+        Store values passed to :meth:`record_output` (used by the audit of individual
+        ledger entries); off by default so fitting keeps no copies.
+    """
+
+    def __init__(self, epsilon: float, delta: float = 0.0, *, keep_outputs: bool = False):
+        self.epsilon = check_epsilon(epsilon, name="epsilon", allow_inf=True)
+        self.delta = _check_delta_spend(delta)
+        self.keep_outputs = keep_outputs
+        self._stack: list[_Scope] = [_Scope(SEQUENTIAL, "")]
+        self._entries: list[dict[str, Any]] = []
+        self.outputs: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ totals
+    @property
+    def epsilon_spent(self) -> float:
+        """The composed epsilon of everything spent so far."""
+        return self._root_cost()[0]
+
+    @property
+    def delta_spent(self) -> float:
+        """The composed delta of everything spent so far."""
+        return self._root_cost()[1]
+
+    @property
+    def epsilon_remaining(self) -> float:
+        return max(0.0, self.epsilon - self.epsilon_spent)
+
+    def _root_cost(self, extra: tuple[float, float] | None = None) -> tuple[float, float]:
+        """The root's cost, or what it would be after adding ``extra`` to the top scope.
+
+        Every scope's (epsilon, delta) already includes its open sub-scopes (spends are
+        propagated eagerly), so the root holds the composed total.
+        """
+        if extra is None:
+            root = self._stack[0]
+            return root.epsilon, root.delta
+        child_old, child_new = (0.0, 0.0), extra
+        for scope in reversed(self._stack):
+            cur = (scope.epsilon, scope.delta)
+            child_old, child_new = cur, _compose(scope.kind, cur, child_old, child_new)
+        return child_new
+
+    # ------------------------------------------------------------------ scopes
+    @contextmanager
+    def _scope(self, kind: str, label: str) -> Iterator[Accountant]:
+        if not isinstance(label, str):
+            raise TypeError(f"scope label must be a string, got {label!r}")
+        parent = self._stack[-1]
+        scope = _Scope(kind, label, path=(*parent.path, label), kinds=(*parent.kinds, kind))
+        self._stack.append(scope)
+        parent.n_children += 1
+        try:
+            yield self
+        finally:
+            # The scope's spends were already propagated to its ancestors (see spend).
+            self._stack.pop()
+
+    def sequential(self, label: str) -> Any:
+        """A scope whose children's costs add up (they see the same records)."""
+        return self._scope(SEQUENTIAL, label)
+
+    def parallel(self, label: str) -> Any:
+        """A scope whose children run on disjoint records: it costs their maximum."""
+        return self._scope(PARALLEL, label)
+
+    @property
+    def scope_path(self) -> tuple[str, ...]:
+        return self._stack[-1].path
+
+    # ------------------------------------------------------------------ spending
+    def spend(self, epsilon: float, *, what: str, delta: float = 0.0, **info: Any) -> int:
+        """Record one release costing (``epsilon``, ``delta``) in the current scope.
+
+        Raises ``BudgetExceededError`` (and records nothing) when the composed total
+        would exceed the budget. Extra keyword ``info`` (e.g. ``mechanism="laplace"``,
+        ``sensitivity=1.0``) is kept in the ledger entry. Returns the entry's index.
+
+        The running totals of the open scopes are updated immediately (a scope's cost
+        only ever grows, so the max of a parallel scope can be maintained incrementally).
+        """
+        eps = check_epsilon(epsilon, name="epsilon")
+        dlt = _check_delta_spend(delta)
+        if not isinstance(what, str) or not what:
+            raise ValueError("what must be a non-empty string describing the release")
+        total_eps, total_delta = self._root_cost((eps, dlt))
+        if (
+            total_eps > self.epsilon * (1 + REL_TOL)
+            or total_delta > self.delta * (1 + REL_TOL) + 1e-300
+        ):
+            raise BudgetExceededError(
+                f"Privacy budget exceeded by release {what!r} (epsilon={eps:g}, delta={dlt:g}) "
+                f"in scope {'/'.join(self.scope_path) or '<root>'}: composed total would be "
+                f"epsilon={total_eps:.12g}, delta={total_delta:.3g} but the budget is "
+                f"epsilon={self.epsilon:g}, delta={self.delta:g}."
+            )
+        # Commit: the top scope gets a new child; propagate the growth upwards.
+        child_old, child_new = (0.0, 0.0), (eps, dlt)
+        self._stack[-1].n_children += 1
+        for scope in reversed(self._stack):
+            cur = (scope.epsilon, scope.delta)
+            new = _compose(scope.kind, cur, child_old, child_new)
+            scope.epsilon, scope.delta = new
+            child_old, child_new = cur, new
+        top = self._stack[-1]
+        entry = {
+            "index": len(self._entries),
+            "what": what,
+            "epsilon": eps,
+            "delta": dlt,
+            "scope": list(top.path),
+            "scope_kinds": list(top.kinds),
+        }
+        entry.update(info)
+        self._entries.append(entry)
+        return entry["index"]
+
+    def record_output(self, what: str, value: Any) -> None:
+        """Keep the released ``value`` of ledger entry ``what`` (only when ``keep_outputs``)."""
+        if self.keep_outputs:
+            self.outputs[what] = value
+
+    # ------------------------------------------------------------------ reporting
+    def ledger(self) -> list[dict[str, Any]]:
+        """Every release so far: ``what``, ``epsilon``, ``delta``, ``scope`` (labels), ``scope_kinds``."""
+        return [dict(e) for e in self._entries]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "epsilon_budget": self.epsilon,
+            "delta_budget": self.delta,
+            "epsilon_spent": self.epsilon_spent,
+            "delta_spent": self.delta_spent,
+            "n_releases": len(self._entries),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The summary and the ledger as JSON (``inf`` budgets are written as strings)."""
+
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and not math.isfinite(v):
+                return str(v)
+            return v
+
+        data = {k: clean(v) for k, v in self.summary().items()}
+        data["ledger"] = [{k: clean(v) for k, v in e.items()} for e in self._entries]
+        return json.dumps(data, default=str, **kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"Accountant(epsilon={self.epsilon:g}, delta={self.delta:g}; spent "
+            f"epsilon={self.epsilon_spent:.6g}, delta={self.delta_spent:.3g}, "
+            f"{len(self._entries)} releases)"
+        )

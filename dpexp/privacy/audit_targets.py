@@ -1,0 +1,185 @@
+"""The audit targets of the real (correct) mechanisms and tiny models.
+
+Registered into :data:`dpexp.privacy.audit.AUDIT_TARGETS` at import. Every dataset pair
+differs by adding one record (the papers' neighbour relation). Known-unprivate rules are
+registered with ``expected_to_pass=False``; deliberately broken variants live apart in
+:mod:`dpexp.privacy.audit_fixtures`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpexp.privacy import tiny_forest
+from dpexp.privacy.audit import (
+    AuditTarget,
+    end_to_end_target,
+    ledger_entry_target,
+    register_audit_target,
+)
+from dpexp.privacy.mechanisms import (
+    exponential_mechanism,
+    gaussian_mechanism,
+    laplace_mechanism,
+    report_noisy_max_one_sided,
+    smooth_sensitivity_leaf_2017,
+)
+
+#: Datasets of values clipped to [0, 1]; the released statistic is their sum
+#: (sensitivity 1 under add/remove in both L1 and L2).
+SUM_DATASETS = (np.array([]), np.array([1.0]), np.array([1.0, 1.0]))
+SUM_PAIRS = ((0, 1), (1, 2))
+
+#: Datasets of class labels; the statistic is the class counts.
+LABEL_DATASETS = (np.array([], dtype=int), np.array([0]), np.array([0, 0]), np.array([0, 1]))
+LABEL_PAIRS = ((0, 1), (1, 2), (1, 3))
+
+
+def clipped_sum(data: np.ndarray) -> float:
+    return float(np.clip(data, 0.0, 1.0).sum())
+
+
+def class_counts(data: np.ndarray, n_classes: int = 2) -> np.ndarray:
+    return np.bincount(np.asarray(data, dtype=int), minlength=n_classes).astype(float)
+
+
+def _laplace(
+    data: Any, *, epsilon: float, delta: float, rng: np.random.Generator, size: int
+) -> np.ndarray:
+    return laplace_mechanism(
+        np.full(size, clipped_sum(data)), epsilon=epsilon, sensitivity=1.0, rng=rng
+    )
+
+
+def _gaussian(calibration: str) -> Any:
+    def release(
+        data: Any, *, epsilon: float, delta: float, rng: np.random.Generator, size: int
+    ) -> np.ndarray:
+        return gaussian_mechanism(
+            np.full(size, clipped_sum(data)),
+            epsilon=epsilon,
+            delta=delta,
+            sensitivity=1.0,
+            rng=rng,
+            calibration=calibration,
+        )
+
+    return release
+
+
+def _exponential(
+    data: Any, *, epsilon: float, delta: float, rng: np.random.Generator, size: int
+) -> np.ndarray:
+    # u_c = (records labelled c) - (records not labelled c): adding a record moves every
+    # utility by exactly 1 (one up, the others down), the worst case for sensitivity 1.
+    counts = class_counts(data, 3)
+    utility = 2.0 * counts - counts.sum()
+    return exponential_mechanism(utility, epsilon=epsilon, sensitivity=1.0, rng=rng, size=size)
+
+
+def _rosnam(noise: str) -> Any:
+    def release(
+        data: Any, *, epsilon: float, delta: float, rng: np.random.Generator, size: int
+    ) -> np.ndarray:
+        return report_noisy_max_one_sided(
+            class_counts(data), epsilon=epsilon, rng=rng, size=size, noise=noise
+        )
+
+    return release
+
+
+def _smooth_2017(
+    data: Any, *, epsilon: float, delta: float, rng: np.random.Generator, size: int
+) -> np.ndarray:
+    return smooth_sensitivity_leaf_2017(class_counts(data), epsilon=epsilon, rng=rng, size=size)
+
+
+TARGETS = [
+    AuditTarget(
+        name="laplace",
+        description="Laplace mechanism on a clipped sum (sensitivity 1)",
+        release=_laplace,
+        datasets=SUM_DATASETS,
+        pairs=SUM_PAIRS,
+        epsilon=1.0,
+    ),
+    AuditTarget(
+        name="gaussian_classic",
+        description="Gaussian mechanism, classic calibration, on a clipped sum (L2 sensitivity 1)",
+        release=_gaussian("classic"),
+        datasets=SUM_DATASETS,
+        pairs=SUM_PAIRS,
+        epsilon=0.5,
+        delta=1e-5,
+        gaussian=True,
+    ),
+    AuditTarget(
+        name="gaussian_analytic",
+        description="analytic Gaussian mechanism (Balle & Wang 2018) on a clipped sum",
+        release=_gaussian("analytic"),
+        datasets=SUM_DATASETS,
+        pairs=SUM_PAIRS,
+        epsilon=1.0,
+        delta=1e-5,
+        gaussian=True,
+    ),
+    AuditTarget(
+        name="exponential",
+        description="exponential mechanism over 3 labels, u_c = n_c - (n - n_c), sensitivity 1",
+        release=_exponential,
+        datasets=LABEL_DATASETS,
+        pairs=LABEL_PAIRS,
+        epsilon=1.0,
+        output="discrete",
+    ),
+    AuditTarget(
+        name="rosnam",
+        description="report one-sided noisy arg-max of leaf class counts (Fletcher 2021 addendum)",
+        release=_rosnam("gumbel"),
+        datasets=LABEL_DATASETS,
+        pairs=LABEL_PAIRS,
+        epsilon=1.0,
+        output="discrete",
+    ),
+    AuditTarget(
+        name="rosnam_exponential_noise",
+        description="one-sided noisy arg-max with Exp(1/epsilon) noise (permute-and-flip law)",
+        release=_rosnam("exponential"),
+        datasets=LABEL_DATASETS,
+        pairs=LABEL_PAIRS,
+        epsilon=1.0,
+        output="discrete",
+    ),
+    AuditTarget(
+        name="smooth_sensitivity_2017",
+        description="2017 Fletcher-Islam smooth-sensitivity leaf rule: known NOT private (~2x epsilon)",
+        release=_smooth_2017,
+        datasets=LABEL_DATASETS,
+        pairs=LABEL_PAIRS,
+        epsilon=1.0,
+        output="discrete",
+        expected_to_pass=False,
+    ),
+    end_to_end_target(
+        "forest_disjoint",
+        release=tiny_forest.forest_release,
+        datasets=tiny_forest.DATASETS,
+        pairs=[(0, 1)],
+        epsilon=1.0,
+        description="3-tree forest on 6 records + canary, record_partition over trees, "
+        "all 6 leaf labels released (parallel composition)",
+    ),
+    ledger_entry_target(
+        "forest_disjoint_ledger",
+        fit=tiny_forest.fit_forest,
+        datasets=tiny_forest.DATASETS,
+        pairs=[(0, 1)],
+        epsilon=2.0,
+        description="each leaf-label ledger entry of the tiny forest against its own share",
+    ),
+]
+
+for _target in TARGETS:
+    register_audit_target(_target)

@@ -1,0 +1,141 @@
+"""Random number streams for the privacy mechanisms.
+
+Reproducible runs (the default)
+    Every cell has one ``numpy.random.SeedSequence`` (:func:`dpexp.seeding.seed_sequence`).
+    Estimators spawn child sequences per tree and per mechanism with
+    :func:`spawn_generators`, so no generator state is ever used for two noise draws that
+    must be independent (two mechanisms sharing a stream would make their noise
+    correlated, which breaks the composition theorems).
+
+Real releases (:func:`secure_generator`)
+    A :class:`SecureGenerator` draws every uniform from the operating system's
+    cryptographically secure source (``os.urandom`` via :mod:`secrets`) and turns it into
+    Laplace, Gaussian, Gumbel and exponential noise by inverse transforms. It is *not*
+    reproducible, which is the point: the noise of a published model must not be
+    recoverable from a seed. It does not fix the floating-point leakage of textbook
+    samplers (Mironov, CCS 2012); use a snapping/discrete sampler if that matters.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+
+from dpexp.seeding import seed_sequence
+
+__all__ = [
+    "SecureGenerator",
+    "Rng",
+    "check_rng",
+    "make_generator",
+    "secure_generator",
+    "spawn_generators",
+]
+
+_TWO53 = float(2**53)
+
+
+class SecureGenerator:
+    """A drop-in for the few ``numpy.random.Generator`` methods the mechanisms use.
+
+    Uniforms are 53-bit fractions from ``secrets.token_bytes`` (the OS secure source),
+    strictly inside (0, 1) so the inverse transforms never produce infinities.
+    """
+
+    secure = True
+
+    def _uniform01(self, size: Any) -> np.ndarray:
+        shape = () if size is None else tuple(np.atleast_1d(size).astype(int))
+        count = int(np.prod(shape)) if shape else 1
+        raw = np.frombuffer(secrets.token_bytes(8 * count), dtype=np.uint64) >> np.uint64(11)
+        u = (raw.astype(np.float64) + 0.5) / _TWO53
+        return u.reshape(shape) if shape else u[0]
+
+    def random(self, size: Any = None) -> Any:
+        return self._uniform01(size)
+
+    def uniform(self, low: float = 0.0, high: float = 1.0, size: Any = None) -> Any:
+        return low + (high - low) * self._uniform01(size)
+
+    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        u = self._uniform01(size) - 0.5
+        return loc - scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        return loc + scale * ndtri(self._uniform01(size))
+
+    def standard_normal(self, size: Any = None) -> Any:
+        return ndtri(self._uniform01(size))
+
+    def gumbel(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        return loc - scale * np.log(-np.log(self._uniform01(size)))
+
+    def exponential(self, scale: Any = 1.0, size: Any = None) -> Any:
+        return -scale * np.log(self._uniform01(size))
+
+    def integers(self, low: int, high: int | None = None, size: Any = None) -> Any:
+        if high is None:
+            low, high = 0, low
+        span = int(high) - int(low)
+        if size is None:
+            return int(low) + secrets.randbelow(span)
+        shape = tuple(np.atleast_1d(size).astype(int))
+        vals = [int(low) + secrets.randbelow(span) for _ in range(int(np.prod(shape)))]
+        return np.asarray(vals, dtype=np.int64).reshape(shape)
+
+    def bytes(self, length: int) -> bytes:
+        return secrets.token_bytes(length)
+
+    def spawn(self, n_children: int) -> list[SecureGenerator]:
+        return [SecureGenerator() for _ in range(n_children)]
+
+    def __repr__(self) -> str:
+        return "SecureGenerator(os.urandom)"
+
+
+Rng = np.random.Generator | SecureGenerator
+
+
+def check_rng(rng: Any, name: str = "rng") -> Rng:
+    """Refuse anything but a Generator (an int seed here is how seeds end up reused)."""
+    if isinstance(rng, np.random.Generator | SecureGenerator):
+        return rng
+    raise TypeError(
+        f"{name} must be a numpy.random.Generator (or dpexp SecureGenerator), got "
+        f"{type(rng).__name__}; spawn one from the cell's SeedSequence"
+    )
+
+
+def make_generator(
+    seed: int | np.random.SeedSequence, key: str | None = None
+) -> np.random.Generator:
+    """A Generator from a SeedSequence, or from (seed, key) via :func:`dpexp.seeding.seed_sequence`."""
+    if isinstance(seed, np.random.SeedSequence):
+        if key is not None:
+            raise ValueError("key is only used with an integer seed")
+        return np.random.default_rng(seed)
+    return np.random.default_rng(seed_sequence(int(seed), key or ""))
+
+
+def spawn_generators(parent: np.random.SeedSequence | Rng, n: int | Sequence[str]) -> list[Rng]:
+    """``n`` independent child generators (one per tree, per mechanism, ...).
+
+    ``parent`` is a SeedSequence (preferred) or a Generator/SecureGenerator (its
+    ``spawn``). ``n`` may be a count or a list of labels (one child per label, in order).
+    """
+    count = n if isinstance(n, int) else len(n)
+    if count < 0:
+        raise ValueError(f"n must be >= 0, got {count}")
+    if isinstance(parent, np.random.SeedSequence):
+        return [np.random.default_rng(child) for child in parent.spawn(count)]
+    parent = check_rng(parent, "parent")
+    return list(parent.spawn(count))
+
+
+def secure_generator() -> SecureGenerator:
+    """A generator backed by the OS secure random source, for real (published) releases."""
+    return SecureGenerator()

@@ -1,0 +1,102 @@
+"""A tiny Fletcher-style random forest used as an end-to-end and ledger-entry audit target.
+
+T trees over disjoint record sets (parallel composition, Fletcher & Islam 2017
+Definition 3 and Algorithm 1 line 22), each with one data-independent split on a binary
+feature, so 2 leaves per tree. Each leaf's majority label is released with
+:func:`~dpexp.privacy.report_noisy_max_one_sided` at the full epsilon (2021 addendum),
+which is epsilon-DP overall only because adding/removing one record touches one leaf of
+one tree -- i.e. only if the record-to-tree assignment is record-stable
+(:func:`~dpexp.privacy.record_partition`). The broken fixture swaps in position blocks.
+
+A dataset is an int array of shape ``(n, 2)``: column 0 the binary feature (= leaf),
+column 1 the binary label. The output of one run is ``T * 2`` labels, tree-major.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dpexp.privacy.accountant import Accountant
+from dpexp.privacy.mechanisms import report_noisy_max_one_sided
+from dpexp.privacy.partition import record_partition, record_partition_batch
+
+N_TREES = 3
+N_LEAVES = 2
+N_CLASSES = 2
+
+#: Six records (feature, label) and a canary; the neighbouring dataset appends the canary.
+BASE = np.array([[1, 0], [1, 0], [1, 0], [1, 1], [0, 1], [0, 0]], dtype=np.int64)
+CANARY = np.array([[0, 0]], dtype=np.int64)
+DATASETS = (BASE, np.concatenate([BASE, CANARY]))
+
+Partitioner = Callable[[int, np.random.Generator, int], np.ndarray]
+
+
+def stable_parts(n: int, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` record-stable partitions of ``n`` records into the trees, ``(size, n)``."""
+    return record_partition_batch(n, [1.0 / N_TREES] * N_TREES, rng, size)
+
+
+def leaf_counts(data: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Class counts per (draw, tree, leaf): shape ``(size, T, L, C)``."""
+    size, n = parts.shape
+    cell = data[:, 0] * N_CLASSES + data[:, 1]  # (n,) leaf-class cell of each record
+    onehot_tree = (parts[:, :, None] == np.arange(N_TREES)).astype(np.int64)  # (size, n, T)
+    onehot_cell = np.zeros((n, N_LEAVES * N_CLASSES), dtype=np.int64)
+    onehot_cell[np.arange(n), cell] = 1
+    counts = np.einsum("snt,nc->stc", onehot_tree, onehot_cell)
+    return counts.reshape(size, N_TREES, N_LEAVES, N_CLASSES)
+
+
+def forest_release(
+    data: np.ndarray,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    rng: np.random.Generator,
+    size: int,
+    partition: Partitioner = stable_parts,
+) -> np.ndarray:
+    """``size`` independent forests (fresh partition and noise each): ``(size, T * L)`` labels."""
+    parts = partition(len(data), rng, size)
+    counts = leaf_counts(np.asarray(data), parts)
+    labels = report_noisy_max_one_sided(counts, epsilon=epsilon, rng=rng)
+    return np.asarray(labels).reshape(size, N_TREES * N_LEAVES)
+
+
+def fit_forest(
+    data: np.ndarray,
+    *,
+    epsilon: float,
+    rng: np.random.Generator,
+    public_rng: np.random.Generator | None = None,
+    leaf_epsilon_factor: float = 1.0,
+) -> Accountant:
+    """One forest with full accounting (parallel over trees, parallel over leaves).
+
+    ``public_rng`` draws the record partition (data-independent), ``rng`` the noise.
+    Every leaf label is recorded as an output, for
+    :func:`dpexp.privacy.audit.ledger_entry_target`. ``leaf_epsilon_factor`` != 1 makes
+    leaf 0 of each tree use more epsilon than it records -- only for the broken fixture.
+    """
+    acc = Accountant(epsilon=epsilon, keep_outputs=True)
+    parts = record_partition(len(data), N_TREES, rng if public_rng is None else public_rng)
+    whats = [[f"tree {t} leaf {leaf} label" for leaf in range(N_LEAVES)] for t in range(N_TREES)]
+    with acc.parallel("trees"):
+        for t in range(N_TREES):
+            with acc.sequential(f"tree {t}"), acc.parallel(f"leaves of tree {t}"):
+                for leaf in range(N_LEAVES):
+                    acc.spend(epsilon, what=whats[t][leaf], mechanism="report_noisy_max_one_sided")
+    # Release only after the budget check passed (one vectorised call for all leaves).
+    counts = leaf_counts(data, parts[None, :])[0]  # (T, L, C)
+    labels = report_noisy_max_one_sided(counts, epsilon=epsilon, rng=rng)
+    if leaf_epsilon_factor != 1.0:
+        labels[:, 0] = report_noisy_max_one_sided(
+            counts[:, 0], epsilon=epsilon * leaf_epsilon_factor, rng=rng
+        )
+    for t in range(N_TREES):
+        for leaf in range(N_LEAVES):
+            acc.record_output(whats[t][leaf], int(labels[t, leaf]))
+    return acc

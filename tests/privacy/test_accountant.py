@@ -1,0 +1,163 @@
+"""Composition arithmetic of the accountant (property-based) and its ledger."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpexp.errors import BudgetExceededError as ErrorsBudgetExceeded
+from dpexp.privacy import Accountant, BudgetExceededError
+
+spend = st.tuples(st.floats(1e-4, 2.0), st.sampled_from([0.0, 1e-7, 1e-5]))
+tree = st.recursive(
+    spend,
+    lambda children: st.tuples(
+        st.sampled_from(["sequential", "parallel"]), st.lists(children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+def expected_cost(node, kind="sequential"):
+    """Reference composition: sequential sums, parallel takes the max over children."""
+    if isinstance(node[0], float):
+        return node
+    kind, children = node
+    costs = [expected_cost(c) for c in children]
+    if not costs:
+        return (0.0, 0.0)
+    if kind == "sequential":
+        return (math.fsum(c[0] for c in costs), math.fsum(c[1] for c in costs))
+    return (max(c[0] for c in costs), max(c[1] for c in costs))
+
+
+def replay(acc, node, label="n"):
+    if isinstance(node[0], float):
+        acc.spend(node[0], delta=node[1], what=f"release {label}")
+        return
+    kind, children = node
+    with getattr(acc, kind)(label):
+        for i, child in enumerate(children):
+            replay(acc, child, f"{label}.{i}")
+
+
+@settings(max_examples=150, deadline=None)
+@given(tree)
+def test_composition_matches_reference(node):
+    acc = Accountant(epsilon=math.inf, delta=0.999)
+    replay(acc, node)
+    eps, dlt = expected_cost(("sequential", [node]))
+    assert acc.epsilon_spent == pytest.approx(eps, rel=1e-9, abs=1e-12)
+    assert acc.delta_spent == pytest.approx(dlt, rel=1e-9, abs=1e-15)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tree, st.floats(0.01, 5.0))
+def test_budget_is_never_exceeded_and_raises_at_the_crossing(node, budget):
+    acc = Accountant(epsilon=budget, delta=0.5)
+    try:
+        replay(acc, node)
+    except BudgetExceededError:
+        n_before = len(acc.ledger())
+        spent_before = acc.epsilon_spent
+        assert spent_before <= budget * (1 + 1e-9)
+        with pytest.raises(BudgetExceededError):
+            acc.spend(budget * 2, what="too much")
+        assert len(acc.ledger()) == n_before and acc.epsilon_spent == spent_before
+    else:
+        assert expected_cost(("sequential", [node]))[0] <= budget * (1 + 1e-9)
+    assert acc.epsilon_spent <= budget * (1 + 1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 50))
+def test_equal_split_uses_the_budget_exactly(k):
+    acc = Accountant(epsilon=1.0)
+    for i in range(k):
+        acc.spend(1.0 / k, what=f"part {i}")
+    assert acc.epsilon_spent == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(1e-6, what="one more")
+
+
+def test_dpboost_shape():
+    # 2 ensembles (sequential) x 4 trees (parallel) x depth 3 (sequential) x nodes (parallel)
+    eps_node = 0.25
+    acc = Accountant(epsilon=1.5)
+    for e in range(2):
+        with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
+            for t in range(4):
+                with acc.sequential(f"tree {t}"):
+                    for d in range(3):
+                        with acc.parallel(f"depth {d}"):
+                            for node in range(2**d):
+                                acc.spend(eps_node, what=f"tree {t} depth {d} node {node} split")
+    assert acc.epsilon_spent == pytest.approx(2 * 3 * eps_node)
+    entry = acc.ledger()[-1]
+    assert entry["what"] == "tree 3 depth 2 node 3 split"
+    assert entry["scope"] == ["ensemble 1", "trees of ensemble 1", "tree 3", "depth 2"]
+    assert entry["scope_kinds"] == ["sequential", "parallel", "sequential", "parallel"]
+    assert len(acc.ledger()) == 2 * 4 * 7
+
+
+def test_gaussian_bdt_deltas_add_up():
+    acc = Accountant(epsilon=1.0, delta=1e-5)
+    for t in range(4):
+        with acc.sequential(f"tree {t}"), acc.parallel("leaves"):
+            for leaf in range(8):
+                acc.spend(0.25, delta=2.5e-6, what=f"tree {t} leaf {leaf}", mechanism="gaussian")
+    assert acc.delta_spent == pytest.approx(1e-5)
+    assert acc.ledger()[0]["mechanism"] == "gaussian"
+    with pytest.raises(BudgetExceededError, match="budget"):
+        acc.spend(1e-9, delta=1e-7, what="over delta")
+
+
+def test_budget_error_is_the_project_error_and_message_names_release():
+    assert BudgetExceededError is ErrorsBudgetExceeded
+    acc = Accountant(epsilon=0.5)
+    with acc.sequential("tree 7"), pytest.raises(BudgetExceededError, match="tree 7 depth 3 split"):
+        acc.spend(0.6, what="tree 7 depth 3 split")
+    assert acc.ledger() == [] and acc.epsilon_spent == 0.0
+
+
+def test_json_dump_and_outputs():
+    acc = Accountant(epsilon=math.inf, keep_outputs=True)
+    acc.spend(0.1, what="leaf")
+    acc.record_output("leaf", 3)
+    data = json.loads(acc.to_json())
+    assert data["epsilon_budget"] == "inf" and data["epsilon_spent"] == pytest.approx(0.1)
+    assert data["ledger"][0]["what"] == "leaf"
+    assert acc.outputs == {"leaf": 3}
+    quiet = Accountant(epsilon=1.0)
+    quiet.record_output("leaf", 3)
+    assert quiet.outputs == {}
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"epsilon": 0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": 1.0, "delta": 1.0}, "delta"),
+        ({"epsilon": 1.0, "delta": -0.1}, "delta"),
+    ],
+)
+def test_bad_budget(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Accountant(**kwargs)
+
+
+def test_bad_spend():
+    acc = Accountant(epsilon=1.0)
+    for eps in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="epsilon"):
+            acc.spend(eps, what="x")
+    with pytest.raises(ValueError, match="delta"):
+        acc.spend(0.1, delta=float("nan"), what="x")
+    with pytest.raises(ValueError, match="what"):
+        acc.spend(0.1, what="")
+    assert acc.ledger() == []

@@ -1,0 +1,181 @@
+"""The empirical privacy audit: passes correct mechanisms, flags broken ones (quick sizes)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpexp.errors import UnknownNameError
+from dpexp.privacy import audit
+from dpexp.privacy.audit import (
+    AuditTarget,
+    audit_targets,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    gdp_epsilon,
+    register_audit_target,
+    run_audit,
+    run_target,
+)
+from dpexp.privacy.mechanisms import analytic_gaussian_sigma
+
+REAL = sorted(audit_targets(include_algorithms=False))
+BROKEN = sorted(audit_targets(broken=True, include_algorithms=False))
+
+
+def test_registries_hold_the_required_targets():
+    for name in [
+        "laplace",
+        "gaussian_classic",
+        "gaussian_analytic",
+        "exponential",
+        "rosnam",
+        "smooth_sensitivity_2017",
+        "forest_disjoint",
+        "forest_disjoint_ledger",
+    ]:
+        assert name in REAL
+    for name in [
+        "laplace_half_scale",
+        "gaussian_half_sigma",
+        "forest_position_blocks",
+        "forest_leaf_half_noise_ledger",
+    ]:
+        assert name in BROKEN
+    assert not set(REAL) & set(BROKEN)
+    assert audit.AUDIT_TARGETS["smooth_sensitivity_2017"].expected_to_pass is False
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_registered_targets_behave_as_expected(name):
+    result = run_audit(name, quick=True, seed=1)
+    assert result.as_expected, result.summary_line()
+    assert result.confidence == pytest.approx(1 - 1e-6)
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_broken_fixtures_are_flagged(name):
+    result = run_audit(name, quick=True, seed=2)
+    assert not result.passed, result.summary_line()
+    assert result.epsilon_lower_bound > result.claimed_epsilon
+    assert result.outcome == "known unprivate, flagged as expected"
+
+
+@pytest.mark.parametrize("eps", [1.0, 0.1])
+def test_laplace_half_scale_flagged_and_laplace_passes(eps):
+    bad = run_audit("laplace_half_scale", epsilon=eps, quick=True, seed=3)
+    good = run_audit("laplace", epsilon=eps, quick=True, seed=3)
+    assert not bad.passed and bad.epsilon_lower_bound > 1.4 * eps
+    assert good.passed and 0.5 * eps < good.epsilon_lower_bound <= eps
+
+
+def test_smooth_sensitivity_true_epsilon_about_twice_the_claim():
+    result = run_audit("smooth_sensitivity_2017", quick=True, seed=4)
+    assert result.epsilon_lower_bound > 1.8  # exact value for (1,0) vs (2,0) is ~2.14
+
+
+def test_gaussian_curve_test_catches_half_sigma_and_reports_mu():
+    bad = run_audit("gaussian_half_sigma", quick=True, seed=5)
+    assert bad.details["mu_lower_bound"] > bad.details["mu_claim"]
+    good = run_audit("gaussian_classic", quick=True, seed=5)
+    assert good.details["mu_lower_bound"] <= good.details["mu_claim"]
+
+
+def test_gdp_epsilon_inverts_the_analytic_calibration():
+    for eps, delta in [(0.5, 1e-5), (1.0, 1e-6), (3.0, 1e-3)]:
+        mu = 1.0 / analytic_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=1.0)
+        assert gdp_epsilon(mu, delta) == pytest.approx(eps, rel=1e-6)
+    assert gdp_epsilon(-0.1, 1e-5) == 0.0
+
+
+def test_clopper_pearson_matches_scipy_exact_interval():
+    for k, n in [(0, 50), (3, 50), (25, 50), (50, 50), (1234, 100_000)]:
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=1 - 2e-3, method="exact")
+        assert float(clopper_pearson_lower(k, n, 1e-3)) == pytest.approx(ci.low, abs=1e-12)
+        assert float(clopper_pearson_upper(k, n, 1e-3)) == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_result_to_dict_is_json_and_unknown_names_are_clean_errors():
+    result = run_audit("rosnam", quick=True, samples=2000)
+    d = result.to_dict()
+    json.dumps(d)
+    for key in [
+        "name",
+        "claimed_epsilon",
+        "claimed_delta",
+        "epsilon_lower_bound",
+        "confidence",
+        "passed",
+        "expected_to_pass",
+        "samples",
+        "details",
+    ]:
+        assert key in d
+    assert d["samples"] == 2000
+    with pytest.raises(UnknownNameError, match="laplace"):
+        run_audit("laplac")
+    with pytest.raises(ValueError, match="samples"):
+        run_audit("laplace", samples=10)
+    with pytest.raises(ValueError, match="epsilon"):
+        run_audit("laplace", epsilon=-1)
+
+
+def test_register_custom_target_and_duplicates():
+    def release(data, *, epsilon, delta, rng, size):
+        return data + rng.laplace(0.0, 1.0 / epsilon, size=size)
+
+    target = AuditTarget(
+        name="_test_custom",
+        description="test",
+        release=release,
+        datasets=(0.0, 1.0),
+        pairs=((0, 1),),
+        quick_samples=20_000,
+    )
+    try:
+        register_audit_target(target)
+        assert register_audit_target(target) is target  # idempotent for the same object
+        clone = AuditTarget(
+            name="_test_custom",
+            description="x",
+            release=release,
+            datasets=(0.0, 1.0),
+            pairs=((0, 1),),
+        )
+        with pytest.raises(ValueError, match="already registered"):
+            register_audit_target(clone)
+        assert run_audit("_test_custom", quick=True).passed
+    finally:
+        audit.AUDIT_TARGETS.pop("_test_custom", None)
+
+
+def test_audit_is_reproducible_for_a_seed():
+    a = run_target(audit.AUDIT_TARGETS["exponential"], quick=True, seed=9, samples=5000)
+    b = run_target(audit.AUDIT_TARGETS["exponential"], quick=True, seed=9, samples=5000)
+    assert a.epsilon_lower_bound == b.epsilon_lower_bound
+    assert np.isfinite(a.epsilon_lower_bound)
+
+
+def test_cli_glue_exit_codes_and_json():
+    lines: list[str] = []
+    assert audit.cli_audit("laplace", quick=True, samples=20_000, echo=lines.append) == 0
+    assert "pass" in lines[0]
+    lines.clear()
+    # a known-unprivate target flagged as expected does not fail the command
+    assert (
+        audit.cli_audit(
+            "laplace_half_scale", broken=True, quick=True, as_json=True, echo=lines.append
+        )
+        == 0
+    )
+    assert json.loads(lines[0])["passed"] is False
+    # a broken fixture wrongly marked as expected-to-pass would make the exit code non-zero
+    t = audit.BROKEN_TARGETS["laplace_half_scale"]
+    from dataclasses import replace
+
+    assert run_target(replace(t, expected_to_pass=True), quick=True).as_expected is False
+    with pytest.raises(ValueError, match="NAME"):
+        audit.cli_audit(None)

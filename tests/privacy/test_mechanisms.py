@@ -1,0 +1,202 @@
+"""Unit tests of the primitive mechanisms: validation, calibration and distributions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from dpexp.privacy import (
+    analytic_gaussian_sigma,
+    exponential_mechanism,
+    gaussian_delta,
+    gaussian_mechanism,
+    gaussian_sigma_classic,
+    laplace_mechanism,
+    report_noisy_max_one_sided,
+    smooth_sensitivity_leaf_2017,
+)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+BAD_EPS = [0, -1.0, float("nan"), float("inf"), "abc", None]
+
+
+@pytest.mark.parametrize("eps", BAD_EPS)
+def test_bad_epsilon_names_the_parameter(eps, rng):
+    calls = [
+        lambda: laplace_mechanism(1.0, epsilon=eps, sensitivity=1.0, rng=rng),
+        lambda: exponential_mechanism([1.0, 2.0], epsilon=eps, sensitivity=1.0, rng=rng),
+        lambda: report_noisy_max_one_sided([1, 2], epsilon=eps, rng=rng),
+        lambda: smooth_sensitivity_leaf_2017([1, 2], epsilon=eps, rng=rng),
+        lambda: analytic_gaussian_sigma(epsilon=eps, delta=1e-5, sensitivity=1.0),
+        lambda: gaussian_sigma_classic(epsilon=eps, delta=1e-5, sensitivity=1.0),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="epsilon"):
+            call()
+
+
+@pytest.mark.parametrize("delta", [0, 1, 1.5, -0.1, float("nan"), "x"])
+def test_bad_delta(delta, rng):
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_mechanism(0.0, epsilon=0.5, delta=delta, sensitivity=1.0, rng=rng)
+    with pytest.raises(ValueError, match="delta"):
+        analytic_gaussian_sigma(epsilon=0.5, delta=delta, sensitivity=1.0)
+
+
+@pytest.mark.parametrize("sens", [-1.0, float("nan"), float("inf")])
+def test_bad_sensitivity(sens, rng):
+    with pytest.raises(ValueError, match="sensitivity"):
+        laplace_mechanism(0.0, epsilon=1.0, sensitivity=sens, rng=rng)
+    with pytest.raises(ValueError, match="sensitivity"):
+        exponential_mechanism([0.0, 1.0], epsilon=1.0, sensitivity=sens, rng=rng)
+    with pytest.raises(ValueError, match="sensitivity"):
+        gaussian_sigma_classic(epsilon=0.5, delta=1e-5, sensitivity=sens)
+
+
+def test_empty_and_nonfinite_utilities(rng):
+    with pytest.raises(ValueError, match="utility"):
+        exponential_mechanism([], epsilon=1.0, sensitivity=1.0, rng=rng)
+    with pytest.raises(ValueError, match="utility"):
+        exponential_mechanism([1.0, float("nan")], epsilon=1.0, sensitivity=1.0, rng=rng)
+    with pytest.raises(ValueError, match="counts"):
+        report_noisy_max_one_sided([], epsilon=1.0, rng=rng)
+    with pytest.raises(ValueError, match="counts"):
+        report_noisy_max_one_sided([-1, 2], epsilon=1.0, rng=rng)
+    with pytest.raises(ValueError, match="value"):
+        laplace_mechanism([1.0, float("inf")], epsilon=1.0, sensitivity=1.0, rng=rng)
+
+
+def test_rng_must_be_a_generator():
+    with pytest.raises(TypeError, match="rng"):
+        laplace_mechanism(0.0, epsilon=1.0, sensitivity=1.0, rng=0)
+    with pytest.raises(TypeError, match="rng"):
+        exponential_mechanism([0.0], epsilon=1.0, sensitivity=1.0, rng=None)
+
+
+def test_classic_gaussian_refuses_epsilon_at_least_one():
+    with pytest.raises(ValueError, match="epsilon must be < 1"):
+        gaussian_sigma_classic(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+
+
+def test_laplace_shape_and_scale(rng):
+    assert isinstance(laplace_mechanism(3.0, epsilon=1.0, sensitivity=1.0, rng=rng), float)
+    x = laplace_mechanism(np.zeros((200, 500)), epsilon=0.5, sensitivity=2.0, rng=rng)
+    assert x.shape == (200, 500)
+    # E|Lap(b)| = b = sensitivity / epsilon = 4
+    assert abs(np.mean(np.abs(x)) - 4.0) < 0.05
+    assert stats.kstest(x.ravel()[:20000], stats.laplace(scale=4.0).cdf).pvalue > 1e-4
+
+
+def test_classic_sigma_formula():
+    sigma = gaussian_sigma_classic(epsilon=0.5, delta=1e-5, sensitivity=2.0)
+    assert sigma == pytest.approx(math.sqrt(2 * math.log(1.25 / 1e-5)) * 2.0 / 0.5)
+
+
+def _hockey_stick(eps: float, sigma: float, sens: float) -> float:
+    """delta(eps) = integral of (p(x - sens) - e^eps p(x))_+ (independent of the closed form)."""
+
+    def f(x: float) -> float:
+        return max(
+            0.0, stats.norm.pdf(x, sens, sigma) - math.exp(eps) * stats.norm.pdf(x, 0.0, sigma)
+        )
+
+    val, _ = integrate.quad(f, -20 * sigma, 20 * sigma + sens, limit=400, points=[sens / 2])
+    return val
+
+
+@pytest.mark.parametrize("eps,sigma", [(0.5, 2.0), (1.0, 1.0), (2.0, 0.7), (0.1, 5.0)])
+def test_gaussian_delta_matches_hockey_stick_integral(eps, sigma):
+    assert gaussian_delta(epsilon=eps, sigma=sigma, sensitivity=1.0) == pytest.approx(
+        _hockey_stick(eps, sigma, 1.0), rel=1e-4, abs=1e-10
+    )
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.5, 0.99, 1.0, 3.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
+def test_analytic_sigma_is_tight_and_below_classic(eps, delta):
+    sigma = analytic_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=1.5)
+    assert gaussian_delta(epsilon=eps, sigma=sigma, sensitivity=1.5) <= delta
+    assert gaussian_delta(epsilon=eps, sigma=sigma * (1 - 1e-6), sensitivity=1.5) > delta * (
+        1 - 1e-3
+    )
+    if eps < 1:
+        assert sigma < gaussian_sigma_classic(epsilon=eps, delta=delta, sensitivity=1.5)
+
+
+def test_gaussian_mechanism_noise_scale(rng):
+    x = gaussian_mechanism(
+        np.zeros(100_000), epsilon=2.0, delta=1e-5, sensitivity=1.0, rng=rng, calibration="analytic"
+    )
+    sigma = analytic_gaussian_sigma(epsilon=2.0, delta=1e-5, sensitivity=1.0)
+    assert np.std(x) == pytest.approx(sigma, rel=0.02)
+    with pytest.raises(ValueError, match="calibration"):
+        gaussian_mechanism(
+            0.0, epsilon=0.5, delta=1e-5, sensitivity=1.0, rng=rng, calibration="bogus"
+        )
+
+
+def _freq(draws: np.ndarray, k: int) -> np.ndarray:
+    return np.bincount(np.asarray(draws).ravel(), minlength=k) / np.size(draws)
+
+
+def test_exponential_mechanism_distribution(rng):
+    u = np.array([0.0, 1.0, 3.0])
+    p = np.exp(0.8 * u / (2 * 1.5))
+    p /= p.sum()
+    draws = exponential_mechanism(u, epsilon=0.8, sensitivity=1.5, rng=rng, size=200_000)
+    assert np.allclose(_freq(draws, 3), p, atol=0.005)
+    assert isinstance(exponential_mechanism(u, epsilon=0.8, sensitivity=1.5, rng=rng), int)
+
+
+def test_exponential_mechanism_huge_utilities_and_ties(rng):
+    u = np.array([1e300, -1e300, 1e300, 1e300 * (1 - 1e-15)])
+    draws = exponential_mechanism(u, epsilon=1.0, sensitivity=1.0, rng=rng, size=20_000)
+    f = _freq(draws, 4)
+    assert f[1] == 0 and f[3] == 0
+    assert abs(f[0] - 0.5) < 0.02 and abs(f[2] - 0.5) < 0.02
+    tied = exponential_mechanism(
+        np.full(5, 7.0), epsilon=1e6, sensitivity=1.0, rng=rng, size=50_000
+    )
+    assert np.allclose(_freq(tied, 5), 0.2, atol=0.01)
+
+
+def test_exponential_mechanism_batched_rows(rng):
+    u = np.array([[0.0, 50.0], [50.0, 0.0], [0.0, 0.0]])
+    out = exponential_mechanism(u, epsilon=1.0, sensitivity=1.0, rng=rng)
+    assert out.shape == (3,)
+    assert out[0] == 1 and out[1] == 0
+    assert exponential_mechanism(u, epsilon=1.0, sensitivity=1.0, rng=rng, size=7).shape == (7, 3)
+
+
+def test_rosnam_distribution(rng):
+    counts = np.array([5, 10, 0])
+    p = np.exp(0.1 * counts)
+    p /= p.sum()
+    draws = report_noisy_max_one_sided(counts, epsilon=0.1, rng=rng, size=200_000)
+    assert np.allclose(_freq(draws, 3), p, atol=0.005)
+    # the one-sided exponential-noise variant is a different (also private) law
+    alt = report_noisy_max_one_sided(
+        counts, epsilon=0.1, rng=rng, size=200_000, noise="exponential"
+    )
+    assert _freq(alt, 3)[1] > p[1]
+
+
+def test_smooth_sensitivity_2017_formula(rng):
+    # counts (1, 0) at epsilon 1: j = 1, S = e^-1, weight of label 0 = exp(1 / (2 e^-1))
+    w = math.exp(0.5 * math.e)
+    draws = smooth_sensitivity_leaf_2017([1, 0], epsilon=1.0, rng=rng, size=200_000)
+    assert _freq(draws, 2)[0] == pytest.approx(w / (w + 1), abs=0.005)
+    # no overflow for huge gaps
+    assert smooth_sensitivity_leaf_2017([10_000, 0], epsilon=1.0, rng=rng) == 0
+    # ties: both maxima have u = 1 and S = 1
+    tie = smooth_sensitivity_leaf_2017([3, 3, 0], epsilon=1.0, rng=rng, size=100_000)
+    f = _freq(tie, 3)
+    assert f[0] == pytest.approx(f[1], abs=0.01) and f[2] < f[0]
