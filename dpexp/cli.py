@@ -300,8 +300,14 @@ def audit(
     quick: Annotated[bool, typer.Option("--quick", help="Fewer draws (the test-suite sizes).")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ):
-    """Empirically lower-bound the epsilon of a release; exits 1 if a claim is violated."""
-    from dpexp.privacy.audit import cli_audit
+    """Empirically lower-bound the epsilon of a release.
+
+    With NAME: exits 1 when the lower bound exceeds the claimed epsilon (the release is
+    not as private as claimed), even for targets known to be unprivate. With --all: exits
+    1 only on unexpected outcomes (a correct mechanism flagged, or a known-unprivate one
+    not flagged).
+    """
+    from dpexp.privacy.audit import audit_targets, get_audit_target, run_target
 
     if epsilon is not None:
         from dpexp.errors import check_epsilon
@@ -312,12 +318,24 @@ def audit(
             raise DpexpError(f"--epsilon: {exc}") from None
     if samples is not None and samples < 100:
         raise DpexpError(f"--samples must be at least 100, got {samples}.")
-    try:
-        code = cli_audit(name, all_targets=all_, broken=broken, epsilon=epsilon, samples=samples,
-                         seed=seed, quick=quick, as_json=as_json, echo=typer.echo)
-    except ValueError as exc:
-        raise DpexpError(str(exc)) from None
-    raise typer.Exit(code)
+    if all_ == (name is not None):
+        raise DpexpError("give either a target NAME or --all.")
+    targets = (list(audit_targets(broken=broken).values()) if all_
+               else [get_audit_target(name, broken=True if broken else None)])
+    results_ = []
+    for t in targets:
+        try:
+            r = run_target(t, epsilon=epsilon, samples=samples, seed=seed, quick=quick)
+        except ValueError as exc:
+            raise DpexpError(f"audit {t.name}: {exc}") from None
+        results_.append(r)
+        if not as_json:
+            typer.echo(r.summary_line())
+    if as_json:
+        payload = [r.to_dict() for r in results_]
+        typer.echo(json.dumps(payload if all_ else payload[0], indent=2, default=str))
+    failed = any(not r.as_expected for r in results_) if all_ else not results_[0].passed
+    raise typer.Exit(1 if failed else 0)
 
 
 # ----------------------------------------------------------------------------- datasets

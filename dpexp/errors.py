@@ -21,12 +21,12 @@ class DpexpError(Exception):
 class UnknownNameError(DpexpError):
     """A dataset, experiment, algorithm or audit target that is not registered."""
 
-    def __init__(self, kind: str, name: str, known: Iterable[str]):
+    def __init__(self, kind: str, name: str, known: Iterable[str], *, where: str = ""):
         known = sorted(known)
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         listing = ", ".join(known) if len(known) <= 30 else ", ".join(known[:30]) + ", ..."
-        super().__init__(f"Unknown {kind} {name!r}.{hint} Known {kind}s: {listing}.")
+        super().__init__(f"Unknown {kind} {name!r}{where}.{hint} Known {kind}s{where}: {listing}.")
         self.kind, self.name, self.suggestions = kind, name, close
 
 

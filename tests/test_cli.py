@@ -32,9 +32,14 @@ def test_run_produces_real_numbers_and_figures(dirs):
     assert res.exit_code == 0, res.output
     r, f = dirs
     table = pd.read_csv(r / "quickstart" / "results-smoke.csv")
-    acc = table[table.metric == "accuracy"]["value"]
-    assert len(acc) == 3 and acc.between(0.6, 1.0).all()  # 3 folds, non-private: one epsilon
+    acc = table[table.metric == "accuracy"]
+    # 3 folds x (4 epsilons for the DP forest + 1 run of the non-private forest)
+    assert len(acc) == 15 and acc["value"].between(0.5, 1.0).all()
     assert table["git_revision"].notna().all() and (table["n_train"] > 0).all()
+    private = table[table.algorithm == "fletcher_forest"]
+    assert (private["epsilon_spent"] <= private["epsilon"] * (1 + 1e-9)).all()
+    assert (private["epsilon_spent"] > 0).all()
+    assert set(private["epsilon"]) == {0.1, 0.3, 1.0, 3.0}
     png = f / "quickstart" / "quickstart-smoke.png"
     assert png.exists() and png.stat().st_size > 10_000
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -42,7 +47,7 @@ def test_run_produces_real_numbers_and_figures(dirs):
     assert "±" in md and "0." in md
     # second run: everything from cache
     again = run_quickstart(dirs)
-    assert again.exit_code == 0 and "0 computed, 3 from cache" in again.output
+    assert again.exit_code == 0 and "0 computed, 15 from cache" in again.output
 
 
 def test_results_identical_for_any_jobs(tmp_path):
@@ -56,8 +61,13 @@ def test_results_identical_for_any_jobs(tmp_path):
     pd.testing.assert_frame_equal(ta, tb)
 
 
-def test_results_export_json(dirs):
-    assert run_quickstart(dirs, "--no-render").exit_code == 0
+def test_results_export_json_and_ledger(dirs):
+    res = run_quickstart(dirs, "--no-render", "--ledger", "--epsilons", "1")
+    assert res.exit_code == 0, res.output
+    ledgers = json.loads((dirs[0] / "quickstart" / "ledger-smoke.json").read_text())
+    assert ledgers and all(e["ledger"] for e in ledgers)
+    total = sum(x["epsilon"] for x in ledgers[0]["ledger"])
+    assert total >= 1.0  # parallel composition over trees: the sum of entries exceeds the spend
     res = invoke("results", "quickstart", "--format", "json", "--results-dir", dirs[0])
     rows = json.loads(res.stdout)
     assert {"experiment", "epsilon_spent", "metric", "value", "seed"} <= set(rows[0])
@@ -95,6 +105,14 @@ def test_bad_input_leaves_cache_intact(dirs):
     assert bad.exit_code != 0
     after = sorted(p.read_bytes() for p in (dirs[0] / "cache").rglob("*.json"))
     assert before == after
+
+
+def test_label_the_algorithm_cannot_use(tmp_path):
+    """A classification-only algorithm on a regression dataset: a clear error."""
+    res = invoke("run", "quickstart", "--dataset", "abalone", "--algorithms", "fletcher_forest",
+                 "--results-dir", tmp_path)
+    assert res.exit_code == 2 and "does not support regression" in res.output
+    assert "Traceback" not in res.output
 
 
 def test_list_show_and_datasets_commands():

@@ -23,7 +23,7 @@ def test_report_from_cache(tmp_path):
     res = runner.invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)])
     assert res.exit_code == 0, res.output
     text = (r / "REPORT.md").read_text()
-    assert "| quickstart | fletcher-islam-2017 | Quick start | smoke | 3/3 |" in text
+    assert "| quickstart | fletcher-islam-2017 | Quick start | smoke | 15/15 | — | 1/1 |" in text
     html = (r / "report.html").read_text()
     assert "data:image/png;base64," in html  # self-contained
     assert "git revision" in text and "cores" in text
@@ -51,3 +51,21 @@ def test_claims_are_checked_both_ways():
     assert check_claim(claim_reg, agg, tasks).status == "fail"
     assert check_claim("free text", agg, tasks).status == "not checked"
     assert check_claim({**claim, "better": "NP"}, agg, tasks).status == "no data"
+
+
+def test_wilcoxon_pairs_by_fold_repeat_and_epsilon():
+    import numpy as np
+
+    from dpexp.render.significance import wilcoxon_table
+
+    rng = np.random.default_rng(0)
+    rows = [{"dataset": "d", "label": lab, "metric": "accuracy", "epsilon": eps, "step": math.nan,
+             "fold": f, "repeat": r, "value": base + rng.normal(0, 0.01)}
+            for eps in (0.1, 1.0) for f in range(10) for r in range(10)
+            for lab, base in (("Ours", 0.9), ("JPW", 0.7))]
+    out = wilcoxon_table(pd.DataFrame(rows), "Ours")
+    assert len(out) == 2 and set(out["epsilon"]) == {0.1, 1.0}
+    assert (out["comparator"] == "JPW").all() and (out["n_pairs"] == 100).all()
+    assert (out["p_value"] < 1e-10).all()
+    same = [dict(r, value=0.5) for r in rows]
+    assert (wilcoxon_table(pd.DataFrame(same), "Ours")["p_value"] == 1.0).all()

@@ -20,6 +20,7 @@ from dpexp.errors import UnknownNameError
 
 PROCEDURE_MODULES = [
     "dpexp.experiments.builtin_procedures",
+    "dpexp.algorithms.fletcher_procedures",
 ]
 
 

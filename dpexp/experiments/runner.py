@@ -123,8 +123,8 @@ def select(
             elif name in names:
                 picked_a.append(names[name])
             else:
-                raise UnknownNameError("algorithm in this experiment", name, [*labels, *names])
-        spec.algorithms = list(dict.fromkeys(picked_a))
+                raise UnknownNameError("algorithm", name, [*labels, *names], where=f" in {spec.id}")
+        spec.algorithms = list({id(a): a for a in picked_a}.values())
     if epsilons:
         spec.epsilons = [check_epsilon(e) for e in epsilons]
     return spec

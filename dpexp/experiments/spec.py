@@ -19,7 +19,7 @@ SCALES = ("smoke", "paper")
 _TOP_KEYS = {
     "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
     "algorithms", "epsilons", "cv", "metrics", "plot", "table", "scales", "paper_values",
-    "claims", "privacy_caveats",
+    "claims", "privacy_caveats", "significance",
 }
 _ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
 _DATASET_KEYS = {"name", "params", "label"}
@@ -86,6 +86,7 @@ class ExperimentSpec:
     paper_values: dict[str, Any] = field(default_factory=dict)
     claims: list[str] = field(default_factory=list)
     privacy_caveats: list[str] = field(default_factory=list)
+    significance: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
 
     def at_scale(self, scale: str) -> ExperimentSpec:
@@ -294,6 +295,10 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
                 raise _err(path, f"claims[{i}] needs key {key!r}.")
         if c.get("direction", "lower") not in ("lower", "higher"):
             raise _err(path, f"claims[{i}].direction must be 'lower' or 'higher'.")
+    sig = raw.get("significance") or {}
+    if not isinstance(sig, dict) or (sig and "reference" not in sig):
+        raise _err(path, "key 'significance' must be a mapping with 'reference' (and optional 'metric').")
+    _check_keys(path, "significance", sig, {"reference", "metric"})
     aliases = raw.get("aliases") or []
     if not isinstance(aliases, list):
         raise _err(path, "key 'aliases' must be a list.")
@@ -304,7 +309,7 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         aliases=[str(a) for a in aliases], notes=str(raw.get("notes", "")).strip(), plot=plot,
         table=table, scales={k: (v or {}) for k, v in scales.items()}, paper_values=pv,
         claims=list(raw.get("claims") or []), privacy_caveats=list(raw.get("privacy_caveats") or []),
-        raw=raw,
+        significance=dict(sig), raw=raw,
     )
 
 

@@ -52,6 +52,71 @@ def _dataset_param(key: str, name: str):
     return np.nan
 
 
+def _save(fig, out_base: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("pdf", "png"):
+        p = out_base.with_suffix(f".{ext}")
+        fig.savefig(p, dpi=130)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _ordered_series(spec: ExperimentSpec, sub: pd.DataFrame) -> list[str]:
+    """Series in the order the spec lists its algorithms (then grid order)."""
+    rank = {a.label: i for i, a in enumerate(spec.algorithms)}
+    names = list(dict.fromkeys(sub["series"]))
+    first_label = dict(zip(sub["series"], sub["label"], strict=True))
+    return sorted(names, key=lambda n: (rank.get(first_label[n], len(rank)), names.index(n)))
+
+
+def render_bars(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], out_base: Path) -> list[Path]:
+    """Grouped bars: datasets on x, one bar per algorithm (Fletcher & Islam Figs. 4-6, 11-14).
+
+    Non-private series are drawn as outlined bars, as in the paper; the paper's printed
+    values as black hollow diamonds on top of the matching bar.
+    """
+    import matplotlib.pyplot as plt
+
+    ds_display = {d.key: d.display for d in spec.datasets}
+    datasets = [d.key for d in spec.datasets if d.key in set(agg["dataset"])]
+    metric_of = {d: _metric_for(spec, tasks.get(d, "classification")) for d in datasets}
+    sub = agg[[m == metric_of.get(d) for d, m in zip(agg["dataset"], agg["metric"], strict=True)]]
+    sub = sub[sub["step"].isna()]
+    series = _ordered_series(spec, sub)
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(datasets) * max(1, len(series)) / 2.5), 3.6))
+    xs = np.arange(len(datasets))
+    paper_labelled = False
+    for k, name in enumerate(series):
+        s = sub[sub["series"] == name].groupby("dataset").agg(
+            mean=("mean", "mean"), std=("std", "mean"), paper=("paper_value", "first"),
+            eps=("epsilon", "first"))
+        s = s.reindex(datasets)
+        off = xs - 0.4 + width * (k + 0.5)
+        private = np.isfinite(s["eps"].astype(float)).any()
+        bars = ax.bar(off, s["mean"], width * 0.95, yerr=s["std"], capsize=1.5, label=name,
+                      fill=private, edgecolor="black" if not private else None, linewidth=0.8)
+        if s["paper"].notna().any():
+            ax.scatter(off, s["paper"], marker="D", facecolors="none", edgecolors="black", s=14,
+                       zorder=3, label=None if paper_labelled else "paper's value")
+            paper_labelled = True
+        del bars
+    ax.set_xticks(xs, [ds_display.get(d, d) for d in datasets], rotation=35, ha="right", fontsize=7)
+    metrics = sorted(set(metric_of.values()) - {None})
+    ax.set_ylabel(spec.plot.get("ylabel") or ", ".join(metrics), fontsize=8)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=min(len(series) + 1, 4), frameon=False, loc="upper center",
+              bbox_to_anchor=(0.5, -0.28))
+    ax.set_title(f"{spec.artefact} — {spec.paper}", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, out_base)
+
+
 def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], out_base: Path) -> list[Path]:
     """Draw the figure; returns the written files (PDF and PNG)."""
     import matplotlib
@@ -60,12 +125,16 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
     import matplotlib.pyplot as plt
 
     x = spec.plot.get("x", "epsilon")
+    if x == "dataset":
+        return render_bars(spec, agg, tasks, out_base)
     panel_by = spec.plot.get("panels", "dataset")
     panels = list(dict.fromkeys(agg["dataset"])) if panel_by == "dataset" else [None]
     n = max(len(panels), 1)
     ncols = min(n, 5)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.9 * nrows + 0.6), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.4 * ncols, 6.4), 2.9 * nrows + 0.8), squeeze=False)
+    all_series = _ordered_series(spec, agg)
+    colour = {name: f"C{i % 10}" for i, name in enumerate(all_series)}
     ds_display = {d.key: d.display for d in spec.datasets}
     handles = {}
     for i, panel in enumerate(panels):
@@ -75,20 +144,21 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
         sub = sub[sub["metric"] == metric]
         if x != "step":
             sub = sub[sub["step"].isna()]
-        for series, s in sub.groupby("series", sort=False):
+        for series in _ordered_series(spec, sub):
+            s = sub[sub["series"] == series]
             private = np.isfinite(s["epsilon"].astype(float)).any() or x != "epsilon"
             if private:
                 s = s.assign(_x=_x_values(s, x).to_numpy()).sort_values("_x")
-                h = ax.errorbar(s["_x"], s["mean"], yerr=s["std"], marker="o", ms=3.5,
-                                capsize=2, lw=1.2, label=series)
-                color = h[0].get_color()
+                color = colour[series]
+                ax.errorbar(s["_x"], s["mean"], yerr=s["std"], marker="o", ms=3.5,
+                            capsize=2, lw=1.2, label=series, color=color)
                 pv = s.dropna(subset=["paper_value"]) if "paper_value" in s else s.iloc[0:0]
                 if len(pv):
                     ax.plot(pv["_x"], pv["paper_value"], ls=":", marker="s", mfc="none",
                             color=color, ms=5, lw=0.8, label=f"{series} (paper)")
             else:
-                h = ax.axhline(float(s["mean"].iloc[0]), ls="--", lw=1.2, label=series)
-                color = h.get_color()
+                color = colour[series]
+                ax.axhline(float(s["mean"].iloc[0]), ls="--", lw=1.2, label=series, color=color)
                 if "paper_value" in s and s["paper_value"].notna().any():
                     ax.axhline(float(s["paper_value"].dropna().iloc[0]), ls=":", lw=0.8,
                                color=color, label=f"{series} (paper)")
@@ -107,15 +177,12 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
             handles.setdefault(lab, hh)
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols][j % ncols].axis("off")
+    longest = max((len(k) for k in handles), default=10)
+    ncol = max(1, min(len(handles), int(fig.get_figwidth() * 11 // max(longest, 8))))
+    legend_rows = math.ceil(len(handles) / ncol)
     fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
-               ncol=min(len(handles), 6), fontsize=7, frameon=False)
+               ncol=ncol, fontsize=7, frameon=False)
     fig.suptitle(f"{spec.artefact} — {spec.paper}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(handles) // 6), 1, 0.95))
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("pdf", "png"):
-        p = out_base.with_suffix(f".{ext}")
-        fig.savefig(p, dpi=130)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    bottom = min(0.45, (0.2 * legend_rows + 0.1) / fig.get_figheight())  # legend height, inches
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    return _save(fig, out_base)

@@ -40,6 +40,18 @@ def render_experiment(spec: ExperimentSpec, scale: str, results_dir: Path, figur
            if missing else "")
     )
     files += render_table(spec, agg, Path(results_dir) / spec.id / name, scale, header)
+    if spec.significance and len(frame):
+        from dpexp.experiments.cache import atomic_write_text
+        from dpexp.render.significance import wilcoxon_markdown, wilcoxon_table
+
+        ref = spec.significance["reference"]
+        metric = spec.significance.get("metric", "accuracy")
+        table = wilcoxon_table(frame, ref, metric)
+        base = Path(results_dir) / spec.id / f"{name}-wilcoxon"
+        atomic_write_text(base.with_suffix(".csv"), table.to_csv(index=False))
+        md_path = files[0]
+        atomic_write_text(md_path, md_path.read_text() + "\n" + wilcoxon_markdown(table, ref, metric) + "\n")
+        files.append(base.with_suffix(".csv"))
     if spec.kind == "figure" and len(agg):
         files += render_figure(spec, agg, tasks, Path(figures_dir) / spec.id / name)
     return RenderReport(files=files, missing_cells=len(missing), total_cells=int(total or len(missing)))

@@ -24,6 +24,8 @@ def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
         return row["metric"]
     if axis == "step":
         return "" if pd.isna(row["step"]) else int(row["step"])
+    if axis.startswith("dataset_param:"):
+        return row["dataset"]
     if axis.startswith("param:"):
         return json.loads(row["params"]).get(axis[6:])
     raise ValueError(f"unknown table axis {axis!r}")
@@ -36,16 +38,33 @@ def _fmt(v: float, fmt: str = "{:.4g}") -> str:
 def build_table(spec: ExperimentSpec, agg: pd.DataFrame) -> pd.DataFrame:
     """Long table: one line per (row, column) with ours, the paper's and the difference."""
     t = spec.table or {}
-    rows_axis = t.get("rows", "dataset")
+    default_rows = ["dataset"]
+    if not t and spec.plot.get("x", "epsilon") not in ("dataset",):
+        default_rows.append(spec.plot.get("x", "epsilon"))  # a figure's x axis
+    rows_axis = t.get("rows", default_rows)
+    rows_axis = rows_axis if isinstance(rows_axis, list) else [rows_axis]
     cols_axis = t.get("columns", "algorithm")
     metric = t.get("metric")
-    sub = agg if metric is None else agg[agg["metric"] == metric]
+    if metric is None and not t:
+        metric = spec.plot.get("y")  # a figure's table shows the plotted metric
+    if isinstance(metric, dict):
+        from dpexp.datasets.registry import get_dataset_info
+
+        task = {d.key: get_dataset_info(d.name).task for d in spec.datasets}
+        sub = agg[[metric.get(task.get(d, ""), None) == m for d, m in zip(agg["dataset"], agg["metric"], strict=True)]]
+        metric = None
+    else:
+        sub = agg if metric is None else agg[agg["metric"] == metric]
     if metric is None and "step" in sub:
         sub = sub[sub["step"].isna()] if sub["step"].isna().any() else sub
     ds_display = {d.key: d.display for d in spec.datasets}
+    rank = {a.label: i for i, a in enumerate(spec.algorithms)}
+    ds_rank = {d.key: i for i, d in enumerate(spec.datasets)}
+    sub = sub.assign(_a=sub["label"].map(rank), _d=sub["dataset"].map(ds_rank))
+    sub = sub.sort_values(["_d", "_a", "epsilon", "step"], kind="stable")
     out = pd.DataFrame(
         {
-            "row": [_axis_value(r, rows_axis, ds_display) for _, r in sub.iterrows()],
+            "row": [" · ".join(str(_axis_value(r, a, ds_display)) for a in rows_axis) for _, r in sub.iterrows()],
             "column": [_axis_value(r, cols_axis, ds_display) for _, r in sub.iterrows()],
             "metric": sub["metric"].to_numpy(),
             "ours_mean": sub["mean"].to_numpy(),
@@ -110,6 +129,9 @@ def render_table(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path, scale:
     fmt = (spec.table or {}).get("format", "{mean:.4g} ± {std:.2g}")
     wide = _wide(long, fmt) if len(long) else pd.DataFrame()
     row_name = (spec.table or {}).get("rows", "dataset")
+    if not spec.table and spec.plot.get("x", "epsilon") != "dataset":
+        row_name = f"dataset · {spec.plot.get('x', 'epsilon')}"
+    row_name = " · ".join(row_name) if isinstance(row_name, list) else row_name
     md = [header, "", _markdown(wide, row_name) if len(wide) else "_no results yet_", ""]
     if spec.paper_values.get("values"):
         src = spec.paper_values.get("source", "the paper")
