@@ -26,6 +26,7 @@ from dpexp.errors import DpexpError, UnknownNameError
 
 ALGORITHM_MODULES = [
     "dpexp.algorithms.baselines",
+    "dpexp.algorithms.dpboost",
     "dpexp.algorithms.fletcher",
     "dpexp.algorithms.fletcher_comparators",
 ]

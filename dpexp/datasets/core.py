@@ -75,6 +75,12 @@ class Dataset:
         return out
 
 
+def _check_binary(name: str, X) -> None:
+    values = X.data if sp.issparse(X) else X
+    if not np.isin(values, (0, 1)).all():
+        raise DatasetError(f"Dataset {name!r} is declared binary in datasets.yaml but has other values.")
+
+
 def _domain(info: DatasetInfo, X, X_test, categorical: np.ndarray, n_cat: np.ndarray):
     d = X.shape[1]
     spec = info.feature_domain
@@ -172,7 +178,12 @@ def load_dataset(
         raise DatasetError(f"Dataset {name!r}: test part has {got} rows, expected {info.test_rows}.")
     categorical = np.asarray(parsed.categorical, bool)
     n_cat = np.zeros(X.shape[1], dtype=np.int64)
-    if categorical.any():
+    declared = info.feature_domain.get("declared", {}) if isinstance(info.feature_domain, dict) else {}
+    if declared.get("binary"):
+        _check_binary(name, X)
+        categorical = np.ones(X.shape[1], bool)
+        n_cat[:] = 2
+    if categorical.any() and not declared.get("binary"):
         parts = [X] if parsed.X_test is None else [X, parsed.X_test]
         for j in np.flatnonzero(categorical):
             n_cat[j] = int(max(np.nanmax(p[:, j]) for p in parts)) + 1

@@ -87,7 +87,11 @@ def _wide(long: pd.DataFrame, fmt: str) -> pd.DataFrame:
         return s
 
     long = long.assign(text=long.apply(cell, axis=1))
-    multi_metric = long["metric"].nunique() > 1
+    if not (long.groupby("row")["metric"].nunique() > 1).any() and long["metric"].nunique() > 1:
+        long = long.assign(row=long["row"].astype(str) + " (" + long["metric"] + ")")
+    # Suffix columns with the metric only when a row shows several (not when the metric
+    # merely differs by task, e.g. error for classification and RMSE for regression).
+    multi_metric = bool((long.groupby("row")["metric"].nunique() > 1).any())
     col = long["column"].astype(str) + ((" · " + long["metric"]) if multi_metric else "")
     long = long.assign(col=col)
     return long.pivot_table(index="row", columns="col", values="text", aggfunc="first", sort=False)

@@ -1,0 +1,506 @@
+"""DPBoost (Li et al. 2020, "Privacy-Preserving Gradient Boosting Decision Trees"),
+its baselines SEQ and PARA (Section 4) and the non-private GBDT NP, on the shared
+histogram grower (:mod:`dpexp.trees.grower`).
+
+* ``mode="dpboost"``: Algorithm 2 (ensemble of ensembles). ``N_e = ceil(T / T_e)``
+  ensembles in sequence, each costing ``epsilon / N_e``; inside an ensemble the trees get
+  disjoint record subsets (parallel composition, Theorem 8) of expected size
+  ``|D| eta (1-eta)^te / (1 - (1-eta)^Te)``, ``te = 0..Te-1``. Every tree is Algorithm 1
+  (TrainSingleTree) with GDF (Section 3.1), the exponential mechanism for splits with
+  ``Delta G = 3 g*^2`` (Lemma 1) and ``epsilon_nleaf = epsilon_t / (2 Depth_max)`` per
+  depth, and GLC-clipped Laplace leaves with
+  ``Delta V = min(g*/(1+lambda), 2 g* (1-eta)^(t-1))`` (Corollary 2),
+  ``epsilon_leaf = epsilon_t / 2``.
+* ``mode="seq"``: every tree on all the data with ``epsilon / T`` (sequential
+  composition); ``mode="para"``: tree ``k`` takes half of the still-unused records and
+  the full ``epsilon`` (parallel composition). Both use GDF and the GDF bounds
+  ``Delta G = 3 g*^2``, ``Delta V = g*/(1+lambda)`` without GLC (Section 4).
+* :class:`NPGBDTClassifier`/``Regressor``: the same engine with the greedy split and the
+  exact leaf (Eq. 4), same depth, lambda and learning rate.
+
+Note on the subset formula: Algorithm 2 writes ``te = t mod Te`` with ``t`` from 1, which
+would give the *last* tree of an ensemble (``te = 0``) the largest share and shares that
+do not sum to one; we use the 0-based position, for which the shares
+``eta (1-eta)^te / (1-(1-eta)^Te)`` sum exactly to 1 and decrease with ``te`` like the
+GLC leaf bound, as the text of Section 3.2 intends.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dpexp.algorithms.gbdt_common import (
+    make_bin_mapper,
+    raw_predict,
+    resolve_label_domain,
+    scale_labels,
+    staged_raw_predict,
+    unscale_labels,
+)
+from dpexp.algorithms.registry import AlgorithmInfo
+from dpexp.errors import check_epsilon
+from dpexp.privacy import Accountant, record_partition
+from dpexp.trees.grower import grow_tree
+from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
+
+MODES = ("dpboost", "seq", "para")
+
+# ----------------------------------------------------------------------------- formulas
+
+
+def split_sensitivity(g_star: float) -> float:
+    """Delta G = 3 g*^2 (Lemma 1, Corollary 1)."""
+    return 3.0 * g_star**2
+
+
+def glc_threshold(g_star: float, learning_rate: float, t: int) -> float:
+    """GLC clip of tree ``t`` (1-based): ``g* (1 - eta)^(t-1)`` (Theorem 6, Section 3.1)."""
+    return g_star * (1.0 - learning_rate) ** (t - 1)
+
+
+def leaf_sensitivity(g_star: float, reg_lambda: float, learning_rate: float, t: int,
+                     glc: bool) -> float:
+    """Delta V_t: ``min(g*/(1+lambda), 2 g*(1-eta)^(t-1))`` with GLC (Corollary 2),
+    ``g*/(1+lambda)`` without (Lemma 2, Corollary 1)."""
+    base = g_star / (1.0 + reg_lambda)
+    if not glc:
+        return base
+    return min(base, 2.0 * glc_threshold(g_star, learning_rate, t))
+
+
+def dpboost_subset_proportions(trees_per_ensemble: int, learning_rate: float) -> np.ndarray:
+    """Share of the records of tree ``te = 0..Te-1`` of an ensemble (Algorithm 2 line 6):
+    ``eta (1-eta)^te / (1 - (1-eta)^Te)``; they sum to 1."""
+    te = np.arange(trees_per_ensemble, dtype=np.float64)
+    eta = learning_rate
+    p = eta * (1.0 - eta) ** te / (1.0 - (1.0 - eta) ** trees_per_ensemble)
+    return p / max(1.0, p.sum())  # guard the float sum against exceeding 1
+
+
+def para_proportions(n_trees: int) -> np.ndarray:
+    """PARA (Section 4): tree ``k`` takes half of the unused records: shares ``2^-(k+1)``."""
+    return 0.5 ** np.arange(1, n_trees + 1, dtype=np.float64)
+
+
+def n_ensembles(n_trees: int, trees_per_ensemble: int) -> int:
+    """N_e = ceil(T / T_e) (Algorithm 2)."""
+    return math.ceil(n_trees / trees_per_ensemble)
+
+
+def per_tree_budget(mode: str, epsilon: float, n_trees: int, trees_per_ensemble: int) -> float:
+    """epsilon_t: ``epsilon / N_e`` (DPBoost), ``epsilon / T`` (SEQ), ``epsilon`` (PARA)."""
+    if mode == "dpboost":
+        return epsilon / n_ensembles(n_trees, trees_per_ensemble)
+    if mode == "seq":
+        return epsilon / n_trees
+    if mode == "para":
+        return epsilon
+    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+LOSSES = ("square", "logistic")
+
+
+def gradients(F: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
+    """First-order gradients ``g`` at the scores ``F`` for labels ``y`` in [-1, 1].
+
+    ``"square"``: ``l = (F - y)^2 / 2``, ``g = F - y`` (Section 4, g*_l = 1).
+    ``"logistic"`` (classification, labels in {-1, 1}): ``l = log(1 + exp(-y F))``,
+    ``g = -y / (1 + exp(y F))`` with ``|g| < 1`` -- the binary objective of the authors'
+    LightGBM-based code, used with ``h = 1`` as Section 4 states for classification.
+    """
+    if loss == "square":
+        return F - y
+    if loss == "logistic":
+        return -y / (1.0 + np.exp(np.clip(y * F, -700, 700)))
+    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+
+
+def gdf_mask(gradients: np.ndarray, g_star: float) -> np.ndarray:
+    """Gradient-based data filtering (Section 3.1): keep the rows with ``|g| <= g*_l``."""
+    return np.abs(gradients) <= g_star
+
+
+# ----------------------------------------------------------------------------- estimators
+
+
+class _BoostingBase(BaseEstimator):
+    """Shared fit/predict of the boosted estimators (square loss, initial score 0)."""
+
+    _private = True
+
+    def _validate_common(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if int(self.n_trees) < 1:
+            raise ValueError(f"n_trees must be >= 1, got {self.n_trees!r}")
+        if int(self.max_depth) < 0:
+            raise ValueError(f"max_depth must be >= 0, got {self.max_depth!r}")
+        if not 0.0 < float(self.learning_rate) < 1.0:
+            raise ValueError(f"learning_rate must be in (0, 1), got {self.learning_rate!r}")
+        if float(self.reg_lambda) < 0:
+            raise ValueError(f"reg_lambda must be >= 0, got {self.reg_lambda!r}")
+
+    def _fit_targets(self, X, y):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def fit(self, X, y):
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+            ensure_all_finite=True,
+        )
+        self._validate_common()
+        target = self._fit_targets(X, y)
+        self.mapper_, leaked = make_bin_mapper(
+            X, binning=self.binning, feature_domain=self.feature_domain,
+            categorical_features=self.categorical_features, n_categories=self.n_categories,
+            max_bins=int(self.max_bins), private=self._private,
+        )
+        data = self.mapper_.transform(X)
+        ss = np.random.SeedSequence(self.random_state)
+        t0 = time.perf_counter()
+        self.trees_, diag = self._boost(data, X, target, ss)
+        elapsed = time.perf_counter() - t0
+        diag.update(
+            seconds_per_tree=elapsed / max(1, len(self.trees_)),
+            n_trees_built=float(len(self.trees_)),
+            binning_is_quantile=float(self.binning == "quantile"),
+            domain_from_data=float(leaked),
+        )
+        self.diagnostics_ = diag
+        return self
+
+    def _update_scores(self, grown, data, X, F):
+        if data.is_sparse:
+            from dpexp.algorithms.gbdt_common import apply_tree, prepare_predict_matrix
+
+            leaf = apply_tree(grown.tree, prepare_predict_matrix(X))
+        else:
+            leaf = grown.apply_binned(data)
+        F += float(self.learning_rate) * grown.tree.value[leaf, 0]
+
+    def _raw(self, X):
+        check_is_fitted(self, "trees_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          reset=False)
+        return X
+
+    def _decision(self, X) -> np.ndarray:
+        X = self._raw(X)
+        return raw_predict(self.trees_, float(self.learning_rate), X)
+
+    def _staged_decision(self, X) -> Iterator[np.ndarray]:
+        X = self._raw(X)
+        yield from staged_raw_predict(self.trees_, float(self.learning_rate), X)
+
+
+class _DPBoostMixin:
+    """The private fit loop shared by the DPBoost classifier and regressor."""
+
+    def _boost(self, data, X, y, ss):
+        eps = check_epsilon(self.epsilon, name="epsilon")
+        mode = self.mode
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        T, Te, D = int(self.n_trees), int(self.trees_per_ensemble), int(self.max_depth)
+        if Te < 1:
+            raise ValueError(f"trees_per_ensemble must be >= 1, got {Te!r}")
+        lr, lam, g_star = float(self.learning_rate), float(self.reg_lambda), float(self.g_star)
+        if g_star <= 0:
+            raise ValueError(f"g_star must be > 0, got {g_star!r}")
+        acc = Accountant(epsilon=eps)
+        self.accountant_ = acc
+        n = data.n_rows
+        F = np.zeros(n)
+        stats = np.empty((n, 2))
+        stats[:, 1] = 1.0  # h = 1 (Section 4)
+        eps_t = per_tree_budget(mode, eps, T, Te)
+        glc = bool(self.glc) and mode == "dpboost"
+        split = ExponentialSplit(lam, eps_t / (2 * D), split_sensitivity(g_star)) if D else None
+        part_ss, tree_ss = ss.spawn(2)
+        tree_rngs = [np.random.default_rng(s) for s in tree_ss.spawn(T)]
+        trees, offered, used = [], [], []
+        rounds_offered, rounds_used = [], []
+
+        def one_tree(t: int, rows: np.ndarray):
+            stats[:, 0] = gradients(F, y, self.loss)
+            keep = rows[gdf_mask(stats[rows, 0], g_star)] if bool(self.gdf) else rows
+            offered.append(rows.size)
+            used.append(keep.size)
+            leaf = LaplaceLeaf(
+                lam, eps_t / 2 if D else eps_t,
+                leaf_sensitivity(g_star, lam, lr, t, glc),
+                clip=glc_threshold(g_star, lr, t) if glc else None,
+            )
+            with acc.sequential(f"tree {t}"):
+                grown = grow_tree(
+                    data, stats, keep, self.mapper_, max_depth=D,
+                    split_policy=split, leaf_policy=leaf, rng=tree_rngs[t - 1],
+                    accountant=acc, label=f"tree {t}",
+                )
+            self._update_scores(grown, data, X, F)
+            trees.append(grown.tree)
+
+        all_rows = np.arange(n)
+        if mode == "seq":
+            for t in range(1, T + 1):
+                one_tree(t, all_rows)
+                rounds_offered.append(offered[-1])
+                rounds_used.append(used[-1])
+        elif mode == "para":
+            parts = record_partition(n, para_proportions(T), np.random.default_rng(part_ss))
+            with acc.parallel("trees (disjoint halves of the unused records)"):
+                for t in range(1, T + 1):
+                    one_tree(t, np.flatnonzero(parts == t - 1))
+            rounds_offered.append(sum(offered))
+            rounds_used.append(sum(used))
+        else:
+            ens_ss = part_ss.spawn(n_ensembles(T, Te))
+            props = dpboost_subset_proportions(Te, lr)
+            t = 0
+            for e, s in enumerate(ens_ss):
+                parts = record_partition(n, props, np.random.default_rng(s))
+                k0 = len(offered)
+                with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
+                    for te in range(min(Te, T - t)):
+                        t += 1
+                        one_tree(t, np.flatnonzero(parts == te))
+                rounds_offered.append(sum(offered[k0:]))
+                rounds_used.append(sum(used[k0:]))
+        n_off, n_used = float(np.mean(rounds_offered)), float(np.mean(rounds_used))
+        diag = {
+            "n_filtered": float(sum(offered) - sum(used)),
+            "n_instances_offered": n_off,
+            "n_instances_used": n_used,
+            "gdf_filtered_ratio": (n_off - n_used) / n_off if n_off else 0.0,
+            "epsilon_per_tree": eps_t,
+        }
+        return trees, diag
+
+
+class _NPMixin:
+    """The non-private fit loop (NP): greedy splits, exact leaves, all rows every tree."""
+
+    _private = False
+
+    def _boost(self, data, X, y, ss):
+        self.accountant_ = Accountant(epsilon=float("inf"))
+        n = data.n_rows
+        F = np.zeros(n)
+        stats = np.empty((n, 2))
+        stats[:, 1] = 1.0
+        lam = float(self.reg_lambda)
+        split = GreedySplit(lam, min_child_weight=1e-3, min_samples_leaf=int(self.min_samples_leaf))
+        leaf = NewtonLeaf(lam)
+        rng = np.random.default_rng(ss)
+        rows = np.arange(n)
+        trees = []
+        for _ in range(int(self.n_trees)):
+            stats[:, 0] = gradients(F, y, self.loss)
+            grown = grow_tree(
+                data, stats, rows, self.mapper_, max_depth=int(self.max_depth),
+                split_policy=split, leaf_policy=leaf, rng=rng,
+            )
+            self._update_scores(grown, data, X, F)
+            trees.append(grown.tree)
+        return trees, {"n_instances_used": float(n), "n_instances_offered": float(n),
+                       "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}
+
+
+class _ClassifierPart(ClassifierMixin):
+    """Binary classification with square loss on labels mapped to {-1, +1} (Section 4)."""
+
+    def _fit_targets(self, X, y):
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if self.classes_.size > 2 or y_type not in ("binary", "multiclass"):
+            raise ValueError(
+                "Only binary classification is supported. The type of the target is "
+                f"{y_type} ({self.classes_.size} classes)."
+            )
+        return np.where(y == self.classes_[-1], 1.0, -1.0)
+
+    def decision_function(self, X) -> np.ndarray:
+        """The raw ensemble score F(x); predicts ``classes_[1]`` when F(x) > 0."""
+        return self._decision(X)
+
+    def predict(self, X) -> np.ndarray:
+        check_is_fitted(self, "trees_")
+        return self.classes_[(self._decision(X) > 0).astype(int) * (self.classes_.size - 1)]
+
+    def staged_predict(self, X) -> Iterator[np.ndarray]:
+        """Predicted classes after each tree."""
+        check_is_fitted(self, "trees_")
+        for F in self._staged_decision(X):
+            yield self.classes_[(F > 0).astype(int) * (self.classes_.size - 1)]
+
+    def staged_decision_function(self, X) -> Iterator[np.ndarray]:
+        yield from self._staged_decision(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class _RegressorPart(RegressorMixin):
+    """Regression with labels scaled to [-1, 1] by the public label domain (Section 4)."""
+
+    def _fit_targets(self, X, y):
+        y = np.asarray(y, dtype=np.float64)
+        if self.loss != "square":
+            raise ValueError("regression supports loss='square' only")
+        (lo, hi), _ = resolve_label_domain(self.label_domain, y, private=self._private)
+        self.label_domain_ = (lo, hi)
+        return scale_labels(y, lo, hi)
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions on the original label scale."""
+        check_is_fitted(self, "trees_")
+        return unscale_labels(self._decision(X), *self.label_domain_)
+
+    def staged_predict(self, X) -> Iterator[np.ndarray]:
+        check_is_fitted(self, "trees_")
+        for F in self._staged_decision(X):
+            yield unscale_labels(F, *self.label_domain_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _dp_init(self, *, epsilon, mode, n_trees, trees_per_ensemble, max_depth, learning_rate,
+             reg_lambda, g_star, gdf, glc, loss, binning, max_bins, feature_domain,
+             categorical_features, n_categories, label_domain, random_state):
+    self.epsilon = epsilon
+    self.mode = mode
+    self.n_trees = n_trees
+    self.trees_per_ensemble = trees_per_ensemble
+    self.max_depth = max_depth
+    self.learning_rate = learning_rate
+    self.reg_lambda = reg_lambda
+    self.g_star = g_star
+    self.gdf = gdf
+    self.glc = glc
+    self.loss = loss
+    self.binning = binning
+    self.max_bins = max_bins
+    self.feature_domain = feature_domain
+    self.categorical_features = categorical_features
+    self.n_categories = n_categories
+    self.label_domain = label_domain
+    self.random_state = random_state
+
+
+class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
+    """DPBoost / SEQ / PARA binary classifier (see the module docstring).
+
+    Parameters follow Section 4: ``learning_rate=0.01``, ``max_depth=6``,
+    ``reg_lambda=0.1``, ``g_star=1`` (GDF threshold g*_l of the square loss),
+    ``n_trees=50``, ``trees_per_ensemble=50``. ``gdf``/``glc`` switch GDF and GLC
+    (GLC applies to ``mode="dpboost"`` only). ``binning="domain"`` takes candidate splits
+    from the public ``feature_domain``; ``"quantile"`` from the data (not private).
+    """
+
+    def __init__(self, *, epsilon=1.0, mode="dpboost", n_trees=50, trees_per_ensemble=50,
+                 max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
+                 glc=True, loss="square", binning="domain", max_bins=255, feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None,
+                 random_state=None):
+        _dp_init(**{k: v for k, v in locals().items() if k != "__class__"})
+
+
+class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
+    """DPBoost / SEQ / PARA regressor; see :class:`DPBoostClassifier`."""
+
+    def __init__(self, *, epsilon=1.0, mode="dpboost", n_trees=50, trees_per_ensemble=50,
+                 max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
+                 glc=True, loss="square", binning="domain", max_bins=255, feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None,
+                 random_state=None):
+        _dp_init(**{k: v for k, v in locals().items() if k != "__class__"})
+
+
+def _np_init(self, *, n_trees, max_depth, learning_rate, reg_lambda, min_samples_leaf,
+             loss, binning, max_bins, feature_domain, categorical_features, n_categories,
+             label_domain, random_state):
+    self.n_trees = n_trees
+    self.max_depth = max_depth
+    self.learning_rate = learning_rate
+    self.reg_lambda = reg_lambda
+    self.min_samples_leaf = min_samples_leaf
+    self.loss = loss
+    self.binning = binning
+    self.max_bins = max_bins
+    self.feature_domain = feature_domain
+    self.categorical_features = categorical_features
+    self.n_categories = n_categories
+    self.label_domain = label_domain
+    self.random_state = random_state
+
+
+class NPGBDTClassifier(_ClassifierPart, _NPMixin, _BoostingBase):
+    """Non-private GBDT (NP, Section 4) on the same engine: greedy splits, Eq. (4) leaves.
+
+    ``min_samples_leaf=20`` is LightGBM's default ``min_data_in_leaf`` (the original code
+    is a LightGBM fork).
+    """
+
+    def __init__(self, *, n_trees=50, max_depth=6, learning_rate=0.01, reg_lambda=0.1,
+                 min_samples_leaf=20, loss="square", binning="domain", max_bins=255, feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None,
+                 random_state=None):
+        _np_init(**{k: v for k, v in locals().items() if k != "__class__"})
+
+
+class NPGBDTRegressor(_RegressorPart, _NPMixin, _BoostingBase):
+    """Non-private GBDT regressor; see :class:`NPGBDTClassifier`."""
+
+    def __init__(self, *, n_trees=50, max_depth=6, learning_rate=0.01, reg_lambda=0.1,
+                 min_samples_leaf=20, loss="square", binning="domain", max_bins=255, feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None,
+                 random_state=None):
+        _np_init(**{k: v for k, v in locals().items() if k != "__class__"})
+
+
+_MOD = "dpexp.algorithms.dpboost"
+_DP_TARGETS = {
+    "classification": f"{_MOD}:DPBoostClassifier",
+    "regression": f"{_MOD}:DPBoostRegressor",
+}
+ALGORITHMS = [
+    AlgorithmInfo(
+        name="dpboost", targets=_DP_TARGETS, private=True, paper="dpboost-li-2020",
+        description="DPBoost: GDF + GLC + ensemble of ensembles (Li et al. 2020, Alg. 1-2).",
+        default_params={"mode": "dpboost"},
+    ),
+    AlgorithmInfo(
+        name="seq", targets=_DP_TARGETS, private=True, paper="dpboost-li-2020",
+        description="SEQ baseline: every tree on all data, epsilon/T each (Section 4).",
+        default_params={"mode": "seq"},
+    ),
+    AlgorithmInfo(
+        name="para", targets=_DP_TARGETS, private=True, paper="dpboost-li-2020",
+        description="PARA baseline: each tree on half the unused data, full epsilon (Section 4).",
+        default_params={"mode": "para"},
+    ),
+    AlgorithmInfo(
+        name="np_gbdt",
+        targets={
+            "classification": f"{_MOD}:NPGBDTClassifier",
+            "regression": f"{_MOD}:NPGBDTRegressor",
+        },
+        private=False, paper="dpboost-li-2020",
+        description="NP: non-private GBDT on the same engine (Section 4).",
+    ),
+]

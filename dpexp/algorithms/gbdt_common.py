@@ -1,0 +1,116 @@
+"""Shared pieces of the boosted-tree estimators: label scaling, binning setup, prediction.
+
+Square loss throughout (Li et al. 2020, Section 4): ``l(y, F) = (F - y)^2 / 2`` so the
+gradient is ``g = F - y`` and the hessian ``h = 1``. Classification labels are mapped to
+``{-1, +1}`` (so ``y in [-1, 1]`` as Section 3 assumes and ``g*_l = max |d l/dF at F=0| =
+1``); regression labels are scaled to ``[-1, 1]`` with the public ``label_domain`` and
+predictions are mapped back, so RMSE is reported on the original scale.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpexp.trees.binning import BinMapper, fit_bin_mapper
+from dpexp.trees.histogram import apply_csr, apply_dense
+from dpexp.trees.tree import ArrayTree
+
+
+class DataDependentDomainWarning(UserWarning):
+    """Public metadata was missing, so a domain was taken from the private data."""
+
+
+def scale_labels(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Map ``[lo, hi]`` linearly onto ``[-1, 1]`` (clipping values outside the domain)."""
+    if not hi > lo:
+        return np.zeros_like(y, dtype=np.float64)
+    return np.clip(2.0 * (np.asarray(y, dtype=np.float64) - lo) / (hi - lo) - 1.0, -1.0, 1.0)
+
+
+def unscale_labels(z: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Inverse of :func:`scale_labels` (without the clipping)."""
+    return (np.asarray(z, dtype=np.float64) + 1.0) / 2.0 * (hi - lo) + lo
+
+
+def resolve_label_domain(label_domain, y, *, private: bool) -> tuple[tuple[float, float], bool]:
+    """The public label domain, or the data range (with a warning when ``private``)."""
+    if label_domain is not None:
+        lo, hi = (float(v) for v in label_domain)
+        return (lo, hi), False
+    if private:
+        warnings.warn(
+            "label_domain not given: scaling labels with the private data range "
+            "(not differentially private; the runner passes the public domain)",
+            DataDependentDomainWarning,
+            stacklevel=3,
+        )
+    return (float(np.min(y)), float(np.max(y))), True
+
+
+def make_bin_mapper(
+    X, *, binning, feature_domain, categorical_features, n_categories, max_bins, private
+) -> tuple[BinMapper, bool]:
+    """Bin mapper from the public domain (default) or data quantiles; flags leaks."""
+    leaked = binning == "quantile"
+    if binning == "domain" and feature_domain is None:
+        if private:
+            warnings.warn(
+                "feature_domain not given: using the private data range for candidate "
+                "splits (not differentially private; the runner passes the public domain)",
+                DataDependentDomainWarning,
+                stacklevel=3,
+            )
+        if sp.issparse(X):
+            lo = np.asarray(X.min(axis=0).todense()).ravel()
+            hi = np.asarray(X.max(axis=0).todense()).ravel()
+        else:
+            lo, hi = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
+        feature_domain = np.column_stack([lo, hi]).astype(np.float64)
+        leaked = True
+    mapper = fit_bin_mapper(
+        X, strategy=binning, feature_domain=feature_domain,
+        categorical_features=categorical_features, n_categories=n_categories,
+        max_bins=max_bins,
+    )
+    return mapper, leaked
+
+
+def apply_tree(tree: ArrayTree, X) -> np.ndarray:
+    """Leaf ids of the rows of ``X`` (dense ndarray or CSR) with compiled code."""
+    feat = tree.feature.astype(np.int64)
+    child = tree.child_start.astype(np.int64)
+    if sp.issparse(X):
+        return apply_csr(X.indptr, X.indices, X.data, X.shape[0], feat, tree.threshold, child)
+    return apply_dense(X, feat, tree.threshold, child)
+
+
+def prepare_predict_matrix(X):
+    """CSR with sorted indices or a C-contiguous dense array, as the kernels need."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_sorted_indices:
+            X = X.sorted_indices()
+        return X
+    return np.ascontiguousarray(X)
+
+
+def raw_predict(trees: list[ArrayTree], learning_rate: float, X) -> np.ndarray:
+    """``F(x) = sum_t learning_rate * V_t(x)`` (initial score 0, Section 3.1 GDF)."""
+    X = prepare_predict_matrix(X)
+    out = np.zeros(X.shape[0])
+    for t in trees:
+        out += learning_rate * t.value[apply_tree(t, X), 0]
+    return out
+
+
+def staged_raw_predict(trees: list[ArrayTree], learning_rate: float, X) -> Iterator[np.ndarray]:
+    """``F`` after each tree, one array at a time."""
+    X = prepare_predict_matrix(X)
+    out = np.zeros(X.shape[0])
+    for t in trees:
+        out = out + learning_rate * t.value[apply_tree(t, X), 0]
+        yield out

@@ -1,0 +1,140 @@
+"""Split and leaf policies for :func:`dpexp.trees.grower.grow_tree`.
+
+GBDT statistics are ``stats[:, 0] = g`` (gradient) and ``stats[:, 1] = h`` (hessian;
+``h = 1`` gives the row count, Li et al. 2020 Section 4: "we set the second-order gradient
+h to the constant value one").
+
+* :class:`GreedySplit`: the non-private best split by the gain of Eq. (3) (NP).
+* :class:`ExponentialSplit`: the exponential mechanism over *all* candidates of a node
+  with utility G of Eq. (3) (Algorithm 1, lines 4-8), one spend per node of a depth in a
+  parallel scope (nodes of one depth hold disjoint rows; Theorem 7).
+* :class:`NewtonLeaf`: ``V = -sum g / (sum h + lambda)`` (Eq. 4).
+* :class:`LaplaceLeaf`: Eq. (4), optionally clipped to ``[-clip, clip]`` (geometric leaf
+  clipping, Section 3.1), then the Laplace mechanism (Algorithm 1, lines 11-14), one spend
+  per leaf in a parallel scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpexp.privacy import exponential_mechanism, laplace_mechanism
+from dpexp.trees.grower import LeafContext, SplitContext
+from dpexp.trees.histogram import best_splits, split_gains
+
+_EMPTY_COUNTS = np.zeros((0, 0, 0))
+
+
+@dataclass
+class GreedySplit:
+    """Best gain split (non-private). A node becomes a leaf when no candidate improves
+    the objective by more than ``min_gain`` with both children satisfying
+    ``min_child_weight`` (hessian sum) and ``min_samples_leaf`` (rows, = hessian sum when
+    h = 1)."""
+
+    reg_lambda: float = 0.1
+    min_child_weight: float = 1e-3
+    min_samples_leaf: int = 1
+    min_gain: float = 0.0
+
+    def __call__(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
+        feat, bins, gains = best_splits(
+            ctx.hist, float(self.reg_lambda), ctx.n_candidates,
+            float(self.min_child_weight), float(self.min_samples_leaf), _EMPTY_COUNTS,
+        )
+        leaf = ~(gains > self.min_gain)
+        feat[leaf] = -1
+        bins[leaf] = -1
+        return feat, bins
+
+
+def candidate_index(n_candidates: np.ndarray, n_cand_max: int) -> np.ndarray:
+    """Flat indices (into ``d * n_cand_max``) of the public candidates (f, b < n_candidates[f])."""
+    valid = np.arange(n_cand_max)[None, :] < np.asarray(n_candidates)[:, None]
+    return np.flatnonzero(valid.ravel())
+
+
+def gain_utilities(ctx: SplitContext, reg_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+    """Gains G (Eq. 3) of every candidate of every node, ``(n_nodes, n_candidates)``, and
+    the flat ``f * (B - 1) + b`` index of each candidate."""
+    gains = split_gains(ctx.hist, float(reg_lambda), ctx.n_candidates)
+    idx = candidate_index(ctx.n_candidates, gains.shape[2])
+    return gains.reshape(gains.shape[0], -1)[:, idx], idx
+
+
+@dataclass
+class ExponentialSplit:
+    """Exponential mechanism split (Li et al. 2020 Algorithm 1, lines 4-8).
+
+    ``epsilon``: the per-depth budget ``epsilon_nleaf`` (each node of the depth spends it
+    on disjoint rows); ``sensitivity``: Delta G (``3 g*^2``, Lemma 1 / Corollary 1). Every
+    node of a depth < max_depth is split (the tree is grown to the maximum depth), so the
+    set of candidates is public: all (feature, bin) pairs of the bin mapper.
+    """
+
+    reg_lambda: float
+    epsilon: float
+    sensitivity: float
+
+    def __call__(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
+        n_cand_max = ctx.hist.shape[2] - 1
+        if n_cand_max <= 0 or int(ctx.n_candidates.sum()) == 0:
+            none = np.full(ctx.n_nodes, -1, dtype=np.int64)
+            return none, none.copy()
+        util, idx = gain_utilities(ctx, self.reg_lambda)
+        acc = ctx.accountant
+        with acc.parallel(f"{ctx.label} depth {ctx.depth} splits"):
+            for node in ctx.node_ids:
+                acc.spend(
+                    self.epsilon,
+                    what=f"{ctx.label} depth {ctx.depth} node {int(node)} split",
+                    mechanism="exponential",
+                    sensitivity=self.sensitivity,
+                )
+        choice = np.atleast_1d(
+            exponential_mechanism(util, epsilon=self.epsilon, sensitivity=self.sensitivity,
+                                  rng=ctx.rng)
+        ).astype(np.int64)
+        choice = idx[choice]
+        return choice // n_cand_max, choice % n_cand_max
+
+
+@dataclass
+class NewtonLeaf:
+    """``V = -sum g / (sum h + lambda)`` (Eq. 4), non-private."""
+
+    reg_lambda: float = 0.1
+
+    def __call__(self, ctx: LeafContext) -> np.ndarray:
+        return -ctx.totals[:, 0] / (ctx.totals[:, 1] + self.reg_lambda)
+
+
+@dataclass
+class LaplaceLeaf:
+    """Eq. (4) leaf, clipped to ``[-clip, clip]`` (GLC) when ``clip`` is set, plus
+    ``Lap(sensitivity / epsilon)`` (Algorithm 1 lines 11-14; Corollary 2 for Delta V)."""
+
+    reg_lambda: float
+    epsilon: float
+    sensitivity: float
+    clip: float | None = None
+
+    def __call__(self, ctx: LeafContext) -> np.ndarray:
+        v = -ctx.totals[:, 0] / (ctx.totals[:, 1] + self.reg_lambda)
+        if self.clip is not None:
+            v = np.clip(v, -self.clip, self.clip)
+        acc = ctx.accountant
+        with acc.parallel(f"{ctx.label} leaves"):
+            for node in ctx.node_ids:
+                acc.spend(
+                    self.epsilon,
+                    what=f"{ctx.label} leaf {int(node)} value",
+                    mechanism="laplace",
+                    sensitivity=self.sensitivity,
+                )
+        return np.atleast_1d(
+            laplace_mechanism(v, epsilon=self.epsilon, sensitivity=self.sensitivity,
+                              rng=ctx.rng)
+        )
