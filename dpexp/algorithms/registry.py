@@ -29,6 +29,10 @@ ALGORITHM_MODULES = [
     "dpexp.algorithms.dpboost",
     "dpexp.algorithms.fletcher",
     "dpexp.algorithms.fletcher_comparators",
+    "dpexp.algorithms.xgboost_dp",
+    "dpexp.algorithms.xgbdp_comparators",
+    "dpexp.algorithms.gaussian_bdt",
+    "dpexp.algorithms.inprivate",
 ]
 
 #: Estimator parameters the runner fills from the dataset's public metadata.

@@ -88,6 +88,11 @@ def _domain(info: DatasetInfo, X, X_test, categorical: np.ndarray, n_cat: np.nda
         lo, hi = float(spec["declared"]["low"]), float(spec["declared"]["high"])
         dom = np.tile([lo, hi], (d, 1)).astype(np.float64)
         source = "declared"
+    elif isinstance(spec, dict) and "declared_columns" in spec:
+        dom = np.asarray(spec["declared_columns"], dtype=np.float64)
+        if dom.shape != (d, 2):
+            raise DatasetError(f"Dataset {info.name!r}: declared_columns must have {d} [low, high] pairs.")
+        source = "declared"
     else:
         parts = [X] if X_test is None else [X, X_test]
         if sp.issparse(X):

@@ -152,6 +152,11 @@ def generate_synthetic(options: dict, params: dict, max_rows: int | None) -> Par
             X, y = skd.make_classification(n_samples=n, random_state=seed, **opts)
     elif gen == "make_regression":
         X, y = skd.make_regression(n_samples=n, random_state=seed, **opts)
+    elif gen == "weather_temperature":
+        from dpexp.datasets.weather import CATEGORICAL, FEATURE_NAMES, weather_temperature
+
+        w = weather_temperature(n_samples=n, seed=seed)
+        return Parsed(X=w.X, y=w.y, feature_names=list(FEATURE_NAMES), categorical=CATEGORICAL.copy())
     else:
         raise DatasetError(f"unknown synthetic generator {gen!r}")
     X = X.astype(np.float32)

@@ -20,7 +20,9 @@ from dpexp.errors import UnknownNameError
 
 PROCEDURE_MODULES = [
     "dpexp.experiments.builtin_procedures",
+    "dpexp.algorithms.xgbdp_procedures",
     "dpexp.algorithms.fletcher_procedures",
+    "dpexp.algorithms.inprivate_procedures",
 ]
 
 
