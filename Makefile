@@ -44,7 +44,7 @@ reproduce-all: install
 
 bench: install
 	$(PIP) install -q -e ".[bench]"
-	@for b in bench/bench_*.py; do $(PYTHON) $$b || exit $$?; done
+	$(PYTHON) bench/run_all.py
 
 clean-results:
 	rm -rf results/cache results/*/ figures/*/

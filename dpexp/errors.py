@@ -23,7 +23,10 @@ class UnknownNameError(DpexpError):
 
     def __init__(self, kind: str, name: str, known: Iterable[str], *, where: str = ""):
         known = sorted(known)
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        # Names that merely add a prefix (fig11 -> fletcher-fig11) are the likeliest intent.
+        suffixed = [k for k in known if k.endswith(f"-{name}") or k.endswith(f"_{name}")]
+        close = (suffixed + [c for c in difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+                             if c not in suffixed])[:3]
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         listing = ", ".join(known) if len(known) <= 30 else ", ".join(known[:30]) + ", ..."
         super().__init__(f"Unknown {kind} {name!r}{where}.{hint} Known {kind}s{where}: {listing}.")

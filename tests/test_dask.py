@@ -32,3 +32,18 @@ def test_dask_backend_matches_loky(tmp_path):
 def test_unknown_backend_is_a_clear_error(tmp_path):
     res = CliRunner().invoke(app, ["run", "quickstart", "--results-dir", str(tmp_path), "--backend", "spark"])
     assert res.exit_code == 2 and "Unknown backend 'spark'" in res.output
+
+
+def test_cluster_info_reports_workers():
+    import json
+
+    res = CliRunner().invoke(app, ["cluster", "info", "--workers", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)
+    assert info["workers"] == 2 and info["threads"] == 2
+    assert info["scheduler"].startswith("tcp://127.0.0.1:")
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    res = CliRunner().invoke(app, ["cluster", "info", "--scheduler", "tcp://127.0.0.1:1"])
+    assert res.exit_code == 2 and "Cannot reach the dask scheduler" in res.output

@@ -103,3 +103,11 @@ def test_smoke_scale_overrides():
     assert sm.algorithms[0].params["n_estimators"] == 3
     assert sm.max_rows("smoke") == 500
     assert s.at_scale("paper").cv.folds == 3
+
+
+def test_smoke_scale_can_shrink_a_grid():
+    s = spec(algorithms=[{"name": "breiman_rf", "params": {"n_estimators": 5}, "grid": {"max_depth": [2, 4, 8, 16]}}],
+             scales={"smoke": {"grid": {"max_depth": [2, 4], "min_samples_leaf": [1, 2]}}})
+    sm = s.at_scale("smoke")
+    assert sm.algorithms[0].grid == {"max_depth": [2, 4]}  # only keys it varies
+    assert s.at_scale("paper").algorithms[0].grid == {"max_depth": [2, 4, 8, 16]}

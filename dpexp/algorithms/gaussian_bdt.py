@@ -43,7 +43,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.gbdt_common import (
@@ -54,6 +53,7 @@ from dpexp.algorithms.gbdt_common import (
     scale_labels,
     unscale_labels,
 )
+from dpexp.algorithms.labels import binary_classes, labels_from_score, pm1_targets
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, analytic_gaussian_sigma, gaussian_sigma_classic
@@ -266,15 +266,8 @@ class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
         _init(self, locals())
 
     def _targets(self, y):
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if self.classes_.size > 2 or y_type not in ("binary", "multiclass"):
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"{y_type} ({self.classes_.size} classes)."
-            )
-        return np.where(y == self.classes_[-1], 1.0, -1.0)
+        self.classes_ = binary_classes(y)
+        return pm1_targets(y, self.classes_)
 
     def decision_function(self, X) -> np.ndarray:
         return self._raw(X)
@@ -284,7 +277,7 @@ class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
         return np.column_stack([1.0 - p1, p1])
 
     def _label(self, F):
-        return self.classes_[(F > 0).astype(int) * (self.classes_.size - 1)]
+        return labels_from_score(self.classes_, F)
 
     def predict(self, X) -> np.ndarray:
         return self._label(self._raw(X))

@@ -62,7 +62,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.gbdt_common import (
@@ -73,6 +72,7 @@ from dpexp.algorithms.gbdt_common import (
     scale_labels,
     unscale_labels,
 )
+from dpexp.algorithms.labels import binary_classes, labels_from_score, pm1_targets
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism, record_partition
@@ -757,14 +757,8 @@ class _ClassifierPart(ClassifierMixin):
     _task = "classification"
 
     def _fit_targets(self, X, y):
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if self.classes_.size > 2 or y_type not in ("binary", "multiclass"):
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"{y_type} ({self.classes_.size} classes).")
-        return np.where(y == self.classes_[-1], 1.0, -1.0)
+        self.classes_ = binary_classes(y)
+        return pm1_targets(y, self.classes_)
 
     def decision_function(self, X) -> np.ndarray:
         """The ensemble score f(x); predicts ``classes_[1]`` when f(x) > 0 (Eq. 9)."""
@@ -781,13 +775,13 @@ class _ClassifierPart(ClassifierMixin):
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "trees_")
-        return self.classes_[(self._decision(X) > 0).astype(int) * (self.classes_.size - 1)]
+        return labels_from_score(self.classes_, self._decision(X))
 
     def staged_predict(self, X) -> Iterator[np.ndarray]:
         """Predicted classes after each tree of the ensemble."""
         check_is_fitted(self, "trees_")
         for F in self._staged_decision(X):
-            yield self.classes_[(F > 0).astype(int) * (self.classes_.size - 1)]
+            yield labels_from_score(self.classes_, F)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

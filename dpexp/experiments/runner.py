@@ -284,20 +284,31 @@ def _backend(cfg: RunConfig):
         with joblib.parallel_config(backend=cfg.backend, n_jobs=cfg.jobs):
             yield
         return
+    with dask_client(cfg.scheduler, max(cfg.jobs, 1)), joblib.parallel_config(backend="dask", n_jobs=-1):
+        yield
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, n_workers: int):
+    """A dask.distributed client: to ``scheduler`` if given, else to a new LocalCluster."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise DpexpError("The dask backend needs dask.distributed: pip install 'dpexp[dask]'.") from None
-    if cfg.scheduler:
-        client = Client(cfg.scheduler)
-        cluster = None
-    else:
-        cluster = LocalCluster(n_workers=max(cfg.jobs, 1), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
-        client = Client(cluster)
+    cluster = None
     try:
-        with joblib.parallel_config(backend="dask", n_jobs=-1):
-            yield
+        if scheduler:
+            client = Client(scheduler, timeout="20s")
+        else:
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None)
+            client = Client(cluster)
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise DpexpError(f"Cannot reach the dask scheduler {scheduler!r}: {exc}") from None
+    try:
+        yield client
     finally:
         client.close()
         if cluster is not None:

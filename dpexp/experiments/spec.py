@@ -24,7 +24,7 @@ _TOP_KEYS = {
 _ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
 _DATASET_KEYS = {"name", "params", "label"}
 _CV_KEYS = {"scheme", "folds", "repeats", "stratified", "test_size"}
-_SCALE_KEYS = {"datasets", "max_rows", "epsilons", "cv", "params", "algorithms", "dataset_params"}
+_SCALE_KEYS = {"datasets", "max_rows", "epsilons", "cv", "params", "grid", "algorithms", "dataset_params"}
 _PLOT_KEYS = {"x", "y", "panels", "logx", "logy", "steps", "ylabel", "xlabel", "style"}
 _TABLE_KEYS = {"rows", "columns", "metric", "format", "aggregate"}
 
@@ -114,13 +114,16 @@ class ExperimentSpec:
             raw["algorithms"] = [
                 a for a in raw["algorithms"] if (a.get("label") or a.get("name") or a.get("procedure")) in keep
             ]
-        if "params" in over or "dataset_params" in over:
+        if "params" in over or "grid" in over or "dataset_params" in over:
             algos = []
             for a in raw["algorithms"]:
                 a = dict(a)
                 if "params" in over:
                     a["params"] = {**(a.get("params") or {}), **over["params"]}
                     a["grid"] = {k: v for k, v in (a.get("grid") or {}).items() if k not in over["params"]}
+                if "grid" in over:
+                    # only grid keys the algorithm already varies are replaced
+                    a["grid"] = {k: over["grid"].get(k, v) for k, v in (a.get("grid") or {}).items()}
                 algos.append(a)
             raw["algorithms"] = algos
             if "dataset_params" in over:

@@ -23,7 +23,12 @@ def series_name(label: str, params_json: str, grid_keys: list[str]) -> str:
 
 
 def grid_keys_by_label(spec: ExperimentSpec) -> dict[str, list[str]]:
-    return {a.label: sorted(a.grid) for a in spec.algorithms}
+    """Grid parameters that distinguish series (not those already on an axis)."""
+    axes = {spec.plot.get("x")}
+    for key in ("rows", "columns"):
+        v = (spec.table or {}).get(key)
+        axes |= set(v) if isinstance(v, list) else {v}
+    return {a.label: sorted(k for k in a.grid if f"param:{k}" not in axes) for a in spec.algorithms}
 
 
 def aggregate(frame: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:

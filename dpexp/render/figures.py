@@ -65,6 +65,19 @@ def _save(fig, out_base: Path) -> list[Path]:
     return paths
 
 
+def _split_series_by_epsilon(agg: pd.DataFrame) -> pd.DataFrame:
+    """When epsilon is not the x axis, a series with several epsilons becomes one line each."""
+    agg = agg.copy()
+    finite = agg[np.isfinite(agg["epsilon"].astype(float))]
+    multi = finite.groupby("series")["epsilon"].nunique()
+    split = set(multi[multi > 1].index)
+    agg["series"] = [
+        f"{s} (ε={float(e):g})" if s in split and np.isfinite(float(e)) else s
+        for s, e in zip(agg["series"], agg["epsilon"], strict=True)
+    ]
+    return agg
+
+
 def _ordered_series(spec: ExperimentSpec, sub: pd.DataFrame) -> list[str]:
     """Series in the order the spec lists its algorithms (then grid order)."""
     rank = {a.label: i for i, a in enumerate(spec.algorithms)}
@@ -127,8 +140,11 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
     x = spec.plot.get("x", "epsilon")
     if x == "dataset":
         return render_bars(spec, agg, tasks, out_base)
+    if x != "epsilon":
+        agg = _split_series_by_epsilon(agg)
     panel_by = spec.plot.get("panels", "dataset")
-    panels = list(dict.fromkeys(agg["dataset"])) if panel_by == "dataset" else [None]
+    present = set(agg["dataset"])
+    panels = [d.key for d in spec.datasets if d.key in present] if panel_by == "dataset" else [None]
     n = max(len(panels), 1)
     ncols = min(n, 5)
     nrows = math.ceil(n / ncols)

@@ -77,3 +77,19 @@ def test_speedup_broadcasts_each_tree_to_every_waiting_participant(fits):
                                  for e in speed)
     # broadcast: every tree but the last goes to the N - 1 others
     assert fits["speedup"].schedule_result_.n_sends == 5 * 2
+
+
+def test_dask_workers_reproduce_the_inline_ensemble(fits):
+    """Section VI-C with one dask worker per participant (a real LocalCluster on 127.0.0.1)."""
+    distributed = pytest.importorskip("dask.distributed")
+    X, ref = fits["X"], fits["inline"]
+    y = make_classification(3000, 6, random_state=0)[1]
+    kw = dict(epsilon=1.0, n_participants=3, n_rounds=2, depth=4, quality_control=True,
+              feature_domain=DOM, random_state=4)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        est = InPrivateClassifier(n_jobs=-1, schedule="speedup", backend="dask", **kw).fit(X, y)
+    np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
+    assert est.accountant_.ledger() == ref.accountant_.ledger()
+    assert schedule_order_ok(est.schedule_result_)
