@@ -49,8 +49,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpexp.algorithms.fletcher_trees import (
     TreeSchema,
     count_leaves,
-    empty_leaf_label,
+    forest_leaf_labels,
     route,
+    route_forest,
     theorem2_depth,
 )
 from dpexp.errors import check_epsilon
@@ -64,7 +65,7 @@ from dpexp.privacy import (
 
 LEAF_RULES = ("rosnam", "smooth_2017", "global_2017")
 DEPTH_RULES = ("theorem2", "half_m", "m")
-_ROUTE_BLOCK = 400_000  # rows (samples x trees) routed per block, bounds memory
+_ROUTE_BLOCK = 4_000_000  # (samples x trees) leaf keys held at once: 32 MB, bounds memory
 
 
 class PublicMetadataWarning(UserWarning):
@@ -182,19 +183,18 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         else:
             part = None
             eps_tree = epsilon / n_trees
+        self.tree_sizes_ = (
+            np.bincount(part[part >= 0], minlength=n_trees) if disjoint else np.full(n_trees, n)
+        ).astype(np.int64)
         self.accountant_ = Accountant(epsilon=epsilon if np.isfinite(epsilon) else 1e300)
         leaf_rngs = [np.random.default_rng(s) for s in ss_leaf.spawn(n_trees)]
-        keys_all, labels_all, tree_all = [], [], []
+        keys_all, labels_all = [], []
         n_nonempty = np.zeros(n_trees)
-        self.tree_sizes_ = np.zeros(n_trees, dtype=np.int64)
         changed, sens, n_leaf_total = 0.0, [], 0
         scope = self.accountant_.parallel if disjoint else self.accountant_.sequential
         with scope("trees"):
-            for t in range(n_trees):
-                rows = np.flatnonzero(part == t) if disjoint else np.arange(n)
-                self.tree_sizes_[t] = rows.size
-                leaf_keys = route(self.schema_, np.full(rows.size, self.seeds_[t]), X[rows])
-                uk, counts = leaf_counts(leaf_keys, y_enc[rows], C)
+            for t, leaf_keys, y_t in self._route_training(X, y_enc, part, n_trees):
+                uk, counts = leaf_counts(leaf_keys, y_t, C)
                 with self.accountant_.sequential(f"tree {t}"):
                     if np.isfinite(eps_tree):
                         # The leaves of a tree partition its records: one parallel release.
@@ -202,7 +202,6 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
                     labels = choose_labels(counts, rule=rule, epsilon=eps_tree, rng=leaf_rngs[t])
                 keys_all.append(uk)
                 labels_all.append(labels)
-                tree_all.append(np.full(uk.size, t, dtype=np.int32))
                 n_nonempty[t] = uk.size
                 if uk.size:
                     top = counts.max(axis=1)
@@ -211,11 +210,11 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
                     if np.isfinite(eps_tree):
                         sens.append(np.exp(-(top - second) * eps_tree))
                     n_leaf_total += uk.size
-        keys = np.concatenate(keys_all)
-        order = np.argsort(keys, kind="stable")
-        self.leaf_keys_ = keys[order]
-        self.leaf_labels_ = np.concatenate(labels_all)[order]
-        self.leaf_trees_ = np.concatenate(tree_all)[order]
+        # Leaf table grouped by tree (each segment sorted by key) for leaf_index lookups.
+        self.leaf_offsets_ = np.concatenate([[0], np.cumsum(n_nonempty)]).astype(np.int64)
+        self.leaf_keys_ = np.concatenate(keys_all)
+        self.leaf_labels_ = np.concatenate(labels_all)
+        self.leaf_trees_ = np.repeat(np.arange(n_trees, dtype=np.int32), n_nonempty.astype(np.int64))
         self.n_trees_ = n_trees
         self.n_features_in_ = X.shape[1]
         self._diag = {
@@ -245,26 +244,36 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         keys = ("empty_leaf_fraction", "changed_majority_fraction", "mean_smooth_sensitivity")
         return {**{k: float(d[k]) for k in keys}, "tree_depth": float(self.depth_)}
 
+    def _route_training(self, X: np.ndarray, y: np.ndarray, part: np.ndarray | None, n_trees: int):
+        """Yield ``(t, leaf keys, labels)`` of the records of tree ``t``, for t = 0, 1, ...
+
+        Disjoint subsets: the records are grouped by tree and all routed in one compiled
+        call, each through its own tree. All records in every tree: blocks of trees, each
+        routing every record (``_ROUTE_BLOCK`` bounds the key matrix).
+        """
+        if part is not None:
+            order = np.argsort(part, kind="stable")
+            order = order[part[order] >= 0]  # records the partition left unused (if any)
+            bounds = np.concatenate([[0], np.cumsum(self.tree_sizes_)])
+            keys = route(self.schema_, self.seeds_[part[order]], X[order])
+            ys = y[order]
+            for t in range(n_trees):
+                yield t, keys[bounds[t] : bounds[t + 1]], ys[bounds[t] : bounds[t + 1]]
+            return
+        per = max(1, _ROUTE_BLOCK // max(X.shape[0], 1))
+        for t0 in range(0, n_trees, per):
+            grid = route_forest(self.schema_, self.seeds_[t0 : t0 + per], X)
+            for t in range(t0, t0 + grid.shape[0]):
+                yield t, grid[t - t0], y
+
     def _tree_labels(self, X) -> np.ndarray:
         """Label given by every tree to every row: ``(n_trees, n_samples)`` class indices."""
         check_is_fitted(self, "leaf_keys_")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
-        n, T, C = X.shape[0], self.n_trees_, self.classes_.size
-        out = np.empty((T, n), dtype=np.int64)
-        per = max(1, _ROUTE_BLOCK // max(n, 1))
-        for t0 in range(0, T, per):
-            t1 = min(T, t0 + per)
-            seeds = np.repeat(self.seeds_[t0:t1], n)
-            keys = route(self.schema_, seeds, np.tile(X, (t1 - t0, 1)))
-            trees = np.repeat(np.arange(t0, t1), n)
-            lab = empty_leaf_label(keys, C)
-            pos = np.searchsorted(self.leaf_keys_, keys)
-            pos_c = np.minimum(pos, max(self.leaf_keys_.size - 1, 0))
-            if self.leaf_keys_.size:
-                hit = (self.leaf_keys_[pos_c] == keys) & (self.leaf_trees_[pos_c] == trees)
-                lab[hit] = self.leaf_labels_[pos_c[hit]]
-            out[t0:t1] = lab.reshape(t1 - t0, n)
-        return out
+        # One compiled pass: route, look up the leaf's label; leaves no record reached get
+        # the uniformly random label fixed by their key (Section 4.2.1).
+        return forest_leaf_labels(self.schema_, self.seeds_, X, self.leaf_offsets_, self.leaf_keys_,
+                                  self.leaf_labels_, self.classes_.size)
 
     def predict_proba(self, X) -> np.ndarray:
         """Vote shares of the trees (Section 4.4 majority voting)."""

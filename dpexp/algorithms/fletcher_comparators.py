@@ -39,7 +39,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.fletcher import leaf_counts, resolve_metadata
-from dpexp.algorithms.fletcher_trees import TreeSchema, empty_leaf_laplace, jpw_depth, route
+from dpexp.algorithms.fletcher_trees import (
+    TreeSchema,
+    empty_leaf_laplace,
+    jpw_depth,
+    leaf_index,
+    route_forest,
+)
 from dpexp.errors import DpexpError, check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
 from dpexp.trees.tree import ArrayTree, TreeBuilder
@@ -87,21 +93,22 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         self.eps_tree_ = epsilon / T
         self.accountant_ = Accountant(epsilon=epsilon)
         rngs = [np.random.default_rng(s) for s in ss_leaf.spawn(T)]
-        keys_all, counts_all, tree_all = [], [], []
+        # Every record through every tree in one compiled call (10 trees by default).
+        grid = route_forest(self.schema_, self.seeds_, X)
+        keys_all, counts_all = [], []
         with self.accountant_.sequential("trees (all records in each)"):
             for t in range(T):
-                keys = route(self.schema_, np.full(X.shape[0], self.seeds_[t]), X)
-                uk, counts = leaf_counts(keys, y_enc, C)
+                uk, counts = leaf_counts(grid[t], y_enc, C)
                 self.accountant_.spend(self.eps_tree_, what=f"tree {t} noisy leaf counts")
                 noisy = laplace_mechanism(counts, epsilon=self.eps_tree_, sensitivity=1.0, rng=rngs[t])
                 keys_all.append(uk)
                 counts_all.append(np.asarray(noisy).reshape(-1, C))
-                tree_all.append(np.full(uk.size, t, dtype=np.int32))
-        keys = np.concatenate(keys_all)
-        order = np.argsort(keys, kind="stable")
-        self.leaf_keys_ = keys[order]
-        self.leaf_counts_ = np.concatenate(counts_all)[order]
-        self.leaf_trees_ = np.concatenate(tree_all)[order]
+        # Leaf table grouped by tree, each segment sorted by key (for leaf_index).
+        sizes = np.array([k.size for k in keys_all], dtype=np.int64)
+        self.leaf_offsets_ = np.concatenate([[0], np.cumsum(sizes)])
+        self.leaf_keys_ = np.concatenate(keys_all)
+        self.leaf_counts_ = np.concatenate(counts_all)
+        self.leaf_trees_ = np.repeat(np.arange(T, dtype=np.int32), sizes)
         self.n_features_in_ = m
         return self
 
@@ -109,14 +116,12 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "leaf_keys_")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         n, C, T = X.shape[0], self.classes_.size, self.seeds_.size
-        keys = route(self.schema_, np.repeat(self.seeds_, n), np.tile(X, (T, 1)))
-        trees = np.repeat(np.arange(T), n)
+        keys = route_forest(self.schema_, self.seeds_, X).ravel()
         # Empty leaves: pure Laplace noise, a fixed function of the leaf key (Section 4.2.1).
         vals = empty_leaf_laplace(keys, C, 1.0 / self.eps_tree_)
-        if self.leaf_keys_.size:
-            pos = np.minimum(np.searchsorted(self.leaf_keys_, keys), self.leaf_keys_.size - 1)
-            hit = (self.leaf_keys_[pos] == keys) & (self.leaf_trees_[pos] == trees)
-            vals[hit] = self.leaf_counts_[pos[hit]]
+        idx = leaf_index(keys.reshape(T, n), self.leaf_offsets_, self.leaf_keys_).ravel()
+        hit = idx >= 0
+        vals[hit] = self.leaf_counts_[idx[hit]]
         return vals.reshape(T, n, C).sum(axis=0)
 
     def predict_proba(self, X) -> np.ndarray:

@@ -17,9 +17,12 @@ value, so the expected number of leaves of one tree is about 1.9 million on Adul
 structure depend on the data (it would reveal which regions are empty). So every node is
 identified by a 64-bit key (``key(child c) = mix(key(parent), c)``, root = the tree's
 seed) and all of its random choices are SplitMix64 hashes of that key. The tree is thus a
-fixed, fully specified random function of its seed, identical to materialising it, and a
-sample is routed with O(depth) vectorised array operations over all samples (and all
-trees at once). The leaf a sample reaches is named by its key.
+fixed, fully specified random function of its seed, identical to materialising it. A
+sample is routed in O(depth) hash evaluations by compiled (numba) kernels that walk all
+samples through all trees in one call; the numpy helpers below (``child_keys``,
+``key_uniform``, ``_choose_feature``) are the specification the kernels reproduce bit for
+bit (``tests/fletcher/test_routing_kernels.py``). The leaf a sample reaches is named by
+its key.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, prange
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -148,56 +152,264 @@ def _choose_feature(keys: np.ndarray, avail: np.ndarray | None, m: int) -> np.nd
     return np.argmax(cum > rank[:, None], axis=1)
 
 
+# Compiled routing. The kernels below evaluate, node by node, exactly the hashes of
+# ``child_keys``/``key_uniform``/``_choose_feature`` above (same SplitMix64 steps, same
+# float formulas, no fastmath), so a tree stays the same function of its seed; the
+# numpy helpers remain the specification used by ``count_leaves`` and the tests.
+
+_U11 = np.uint64(11)
+_U27 = np.uint64(27)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+_INV53 = 1.0 / float(2**53)
+_WALK_CHUNK = 512  # walks per parallel work item: amortises the scratch arrays
+
+
+@njit(cache=True, nogil=True)
+def _mix1(x: np.uint64) -> np.uint64:
+    x = x ^ (x >> _U30)
+    x = x * _M1
+    x = x ^ (x >> _U27)
+    x = x * _M2
+    return x ^ (x >> _U31)
+
+
+@njit(cache=True, nogil=True)
+def _uniform1(key: np.uint64, salt: np.uint64) -> float:
+    h = _mix1(_mix1(key + salt) ^ salt)
+    return float(h >> _U11) * _INV53
+
+
+@njit(cache=True, nogil=True)
+def _walk(
+    x: np.ndarray, key: np.uint64, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
+    ncat: np.ndarray, depth: int, child_mix: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    used: np.ndarray,
+) -> np.uint64:
+    """Leaf key of one sample ``x`` in the tree with root ``key`` (one root-to-leaf path).
+
+    ``child_mix[c]`` = ``_mix((c + 1) * GOLDEN)``, the key-independent half of
+    ``child_keys`` (precomputed: it takes a hash off every level's dependency chain).
+    ``lo``/``hi``/``used`` are caller-owned scratch of length m (reset here), so a chunk
+    of walks shares one allocation.
+    """
+    m = x.shape[0]
+    for j in range(m):
+        lo[j] = lows[j]
+        hi[j] = highs[j]
+        used[j] = False
+    n_avail = m
+    for _ in range(depth):
+        if n_avail == 0:  # only discrete features, all used on this path: a leaf
+            break
+        # Line 4: the rank-th available feature, rank = floor(u * n_avail) (as _choose_feature).
+        rank = min(int(_uniform1(key, _SALT_FEATURE) * n_avail), n_avail - 1)
+        f = -1
+        for j in range(m):
+            if not used[j]:
+                if rank == 0:
+                    f = j
+                    break
+                rank -= 1
+        v = x[f]
+        if cat[f]:
+            last = ncat[f] - 1
+            # numpy's nan_to_num(-1) + truncating cast, without casting out-of-range floats
+            # (undefined in LLVM): NaN, codes < 0 and codes > last all take the last child.
+            child = last if not (v > -1.0 and v < last + 1.0) else int(v)
+            used[f] = True
+            n_avail -= 1
+        else:
+            a = lo[f]
+            t = a + _uniform1(key, _SALT_SPLIT) * (hi[f] - a)
+            if v > t:  # NaN compares False: a missing value goes left
+                child = 1
+                lo[f] = t
+            else:
+                child = 0
+                hi[f] = t
+        key = _mix1(key ^ child_mix[child])
+    return key
+
+
+@njit(cache=True, nogil=True)
+def _route_rows(
+    X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
+    ncat: np.ndarray, depth: int, child_mix: np.ndarray, out: np.ndarray,
+) -> None:
+    """``out[i]`` = leaf of ``X[i]`` in tree ``seeds[i]``.
+
+    Serial: its caller routes each training record once (disjoint subsets), tens of
+    milliseconds at most, so a parallel variant would cost more compile time than it saves.
+    """
+    m = X.shape[1]
+    lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
+    for i in range(X.shape[0]):
+        out[i] = _walk(X[i], seeds[i], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _route_grid(
+    X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
+    ncat: np.ndarray, depth: int, child_mix: np.ndarray, out: np.ndarray,
+) -> None:
+    """``out[t, i]`` = leaf of ``X[i]`` in tree ``seeds[t]`` (every sample through every tree)."""
+    n, m = X.shape
+    per_tree = (n + _WALK_CHUNK - 1) // _WALK_CHUNK
+    for c in prange(seeds.shape[0] * per_tree):
+        t, b = c // per_tree, c % per_tree
+        lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
+        for i in range(b * _WALK_CHUNK, min(n, (b + 1) * _WALK_CHUNK)):
+            out[t, i] = _walk(X[i], seeds[t], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
+
+
+def _arr(a, dtype) -> np.ndarray:
+    """C-contiguous and writable: numba compiles a separate variant for read-only arrays
+    (memmaps, unpickled attributes); a rare small copy is cheaper than that compile."""
+    return np.require(a, dtype=dtype, requirements=("C", "W"))
+
+
+def _kernel_args(schema: TreeSchema) -> tuple:
+    n_children = max(2, int(np.max(schema.n_categories, initial=0)))
+    with np.errstate(over="ignore"):
+        child_mix = _mix((np.arange(n_children, dtype=np.uint64) + np.uint64(1)) * _GOLDEN)
+    return (
+        _arr(schema.lows, np.float64),
+        _arr(schema.highs, np.float64),
+        _arr(schema.categorical, np.bool_),
+        _arr(schema.n_categories, np.int64),
+        int(schema.depth),
+        child_mix,
+    )
+
+
 def route(schema: TreeSchema, seeds: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Key of the leaf reached by each row ``X[i]`` in the tree whose root key is ``seeds[i]``.
 
-    Fully vectorised over rows: one pass of array operations per tree level. Rows of
-    different trees can be mixed freely (that is how all trees are evaluated at once).
+    Rows of different trees can be mixed freely (disjoint subsets: each record in its own
+    tree). One compiled pass over the rows; see :func:`route_forest` for every row
+    through every tree.
     """
-    X = np.asarray(X, dtype=np.float64)
-    n, m = X.shape
-    keys = np.array(seeds, dtype=np.uint64, copy=True).reshape(n)
-    cat = schema.categorical
-    has_cat = bool(cat.any())
-    # Bounds are tracked for the continuous features only (column cpos[f] of lo/hi).
-    cont = np.flatnonzero(~cat)
-    cpos = np.zeros(m, dtype=np.int64)
-    cpos[cont] = np.arange(cont.size)
-    lo = np.broadcast_to(schema.lows[cont], (n, cont.size)).copy()
-    hi = np.broadcast_to(schema.highs[cont], (n, cont.size)).copy()
-    used = np.zeros((n, m), dtype=bool) if has_cat else None
-    idx = np.arange(n)
-    for _ in range(schema.depth):
-        if has_cat:
-            avail = ~((used if idx.size == n else used[idx]) & cat)
-            alive = avail.any(axis=1)
-            if not alive.all():
-                idx, avail = idx[alive], avail[alive]
-            if idx.size == 0:
-                break
-            f = _choose_feature(keys[idx], avail, m)
-        else:
-            f = _choose_feature(keys[idx], None, m)
-        x = X[idx, f]
-        child = np.zeros(idx.size, dtype=np.int64)
-        num = ~cat[f] if has_cat else np.ones(idx.size, dtype=bool)
-        if num.any():
-            ni, nf = (idx, f) if num.all() else (idx[num], f[num])
-            nf = cpos[nf]
-            a, b = lo[ni, nf], hi[ni, nf]
-            t = a + key_uniform(keys[ni], _SALT_SPLIT) * (b - a)
-            right = (x if num.all() else x[num]) > t
-            child[num] = right
-            lo[ni[right], nf[right]] = t[right]
-            hi[ni[~right], nf[~right]] = t[~right]
-        if has_cat and (~num).any():
-            ci, cf = idx[~num], f[~num]
-            last = schema.n_categories[cf] - 1
-            code = np.nan_to_num(x[~num], nan=-1.0).astype(np.int64)
-            child[~num] = np.where((code < 0) | (code > last), last, code)
-            used[ci, cf] = True
-        keys[idx] = child_keys(keys[idx], child)
-    return keys
+    X = _arr(X, np.float64)
+    n = X.shape[0]
+    seeds = _arr(np.asarray(seeds, dtype=np.uint64).reshape(n), np.uint64)
+    out = np.empty(n, dtype=np.uint64)
+    _route_rows(X, seeds, *_kernel_args(schema), out)
+    return out
+
+
+def route_forest(schema: TreeSchema, seeds: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Leaf keys ``(n_trees, n_samples)`` of every row of ``X`` in every tree ``seeds[t]``.
+
+    Same result as ``route(schema, np.repeat(seeds, n), np.tile(X, (T, 1)))`` without
+    materialising the tiled copy of ``X``.
+    """
+    X = _arr(X, np.float64)
+    seeds = _arr(np.asarray(seeds, dtype=np.uint64).ravel(), np.uint64)
+    out = np.empty((seeds.size, X.shape[0]), dtype=np.uint64)
+    _route_grid(X, seeds, *_kernel_args(schema), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _pick_feature(key: np.uint64, used: np.ndarray, n_avail: int) -> int:
+    """The rank-th feature not used yet, rank = floor(u * n_avail) (as ``_choose_feature``)."""
+    rank = min(int(_uniform1(key, _SALT_FEATURE) * n_avail), n_avail - 1)
+    for j in range(used.shape[0]):
+        if not used[j]:
+            if rank == 0:
+                return j
+            rank -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _n_avail(used: np.ndarray) -> int:
+    n = 0
+    for j in range(used.shape[0]):
+        n += not used[j]
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _exact_levels(
+    seed: np.uint64, cat: np.ndarray, ncat: np.ndarray, depth: int, child_mix: np.ndarray, cap: int,
+) -> tuple:
+    """Level-wise enumeration of the nodes of one tree while a level has <= ``cap`` nodes.
+
+    Returns ``(leaves, level, keys, used)``: leaves found above ``level``, and the live
+    nodes at ``level`` (keys, used discrete features), where enumeration stopped: either
+    ``level == depth`` (all remaining nodes are leaves) or the next level exceeds ``cap``.
+    """
+    m = cat.shape[0]
+    keys = np.empty(1, dtype=np.uint64)
+    keys[0] = seed
+    used = np.zeros((1, m), dtype=np.bool_)
+    n = 1
+    leaves = 0.0
+    level = 0
+    while level < depth:
+        # Drop the nodes with no feature left (leaves above the depth limit), in place.
+        n_live = 0
+        for i in range(n):
+            if _n_avail(used[i]) > 0:
+                keys[n_live] = keys[i]
+                for j in range(m):
+                    used[n_live, j] = used[i, j]
+                n_live += 1
+        leaves += n - n_live
+        n = n_live
+        if n == 0:
+            break
+        feats = np.empty(n, dtype=np.int64)
+        total = 0
+        for i in range(n):
+            f = _pick_feature(keys[i], used[i], _n_avail(used[i]))
+            feats[i] = f
+            total += ncat[f] if cat[f] else 2
+        if total > cap:
+            break
+        new_keys = np.empty(total, dtype=np.uint64)
+        new_used = np.empty((total, m), dtype=np.bool_)
+        k = 0
+        for i in range(n):
+            f = feats[i]
+            for c in range(ncat[f] if cat[f] else 2):
+                new_keys[k] = _mix1(keys[i] ^ child_mix[c])
+                for j in range(m):
+                    new_used[k, j] = used[i, j]
+                if cat[f]:
+                    new_used[k, f] = True
+                k += 1
+        keys, used, n = new_keys, new_used, total
+        level += 1
+    return leaves, level, keys[:n].copy(), used[:n].copy()
+
+
+@njit(cache=True, nogil=True)
+def _knuth_level(
+    keys: np.ndarray, used: np.ndarray, weight: np.ndarray, alive: np.ndarray, r: np.ndarray,
+    cat: np.ndarray, ncat: np.ndarray, child_mix: np.ndarray,
+) -> int:
+    """One level of the random walks: each live walk ``i`` (in index order, consuming
+    ``r`` in that order) picks its node's feature, a uniformly random child among ``b``,
+    and multiplies its weight by ``b``. Returns the number of walks still alive."""
+    j = 0
+    n_alive = 0
+    for i in range(keys.shape[0]):
+        if not alive[i]:
+            continue
+        f = _pick_feature(keys[i], used[i], _n_avail(used[i]))
+        b = ncat[f] if cat[f] else 2
+        c = min(int(r[j] * b), b - 1)
+        j += 1
+        weight[i] *= b
+        if cat[f]:
+            used[i, f] = True
+        keys[i] = _mix1(keys[i] ^ child_mix[c])
+        alive[i] = _n_avail(used[i]) > 0
+        n_alive += alive[i]
+    return n_alive
 
 
 def count_leaves(
@@ -209,52 +421,98 @@ def count_leaves(
     Exact (level-wise enumeration of the node keys) while a level has at most ``cap``
     nodes; beyond that, Knuth's unbiased estimator (mean over random root-to-leaf walks
     of the product of branching factors) for the remaining subtrees. With only
-    continuous features the tree is a full binary tree: 2^depth exactly.
+    continuous features the tree is a full binary tree: 2^depth exactly. ``rng`` is
+    drawn from exactly as the level-wise numpy formulation did (start nodes, then one
+    uniform per live walk per level), so estimates are reproducible across versions.
     """
     cat = schema.categorical
     if not cat.any():
         return float(2**schema.depth)
-    m = schema.n_features
-    keys = np.array([seed], dtype=np.uint64)
-    used = np.zeros((1, m), dtype=bool)
-    leaves = 0.0
-    for level in range(schema.depth):
-        avail = ~(used & cat)
-        alive = avail.any(axis=1)
-        leaves += float((~alive).sum())
-        keys, used, avail = keys[alive], used[alive], avail[alive]
-        if keys.size == 0:
-            return leaves
-        f = _choose_feature(keys, avail, m)
-        b = np.where(cat[f], schema.n_categories[f], 2)
-        if int(b.sum()) > cap:
-            return leaves + _knuth_estimate(schema, keys, used, schema.depth - level, rng, walks)
-        pos = np.repeat(np.arange(keys.size), b)
-        child = np.arange(pos.size) - np.repeat(np.cumsum(b) - b, b)
-        new_used = used[pos]
-        is_cat = cat[f][pos]
-        new_used[np.flatnonzero(is_cat), f[pos][is_cat]] = True
-        keys, used = child_keys(keys[pos], child), new_used
-    return leaves + float(keys.size)
-
-
-def _knuth_estimate(schema, keys, used, levels, rng, walks) -> float:
-    cat, m = schema.categorical, schema.n_features
+    _, _, cat_a, ncat_a, depth, child_mix = _kernel_args(schema)
+    # Continuous features never become "used", so marking only discrete ones is enough.
+    leaves, level, keys, used = _exact_levels(np.uint64(seed), cat_a, ncat_a, depth, child_mix, int(cap))
+    if level == depth or keys.size == 0:
+        return float(leaves) + float(keys.size)
     start = rng.integers(0, keys.size, size=walks)
     k, u = keys[start], used[start].copy()
     weight = np.full(walks, float(keys.size))
-    idx = np.arange(walks)
-    for _ in range(levels):
-        avail = ~(u[idx] & cat)
-        alive = avail.any(axis=1)
-        idx, avail = idx[alive], avail[alive]
-        if idx.size == 0:
+    alive = np.ones(walks, dtype=bool)  # every start node has a feature left
+    n_alive = walks
+    for _ in range(depth - level):
+        if n_alive == 0:
             break
-        f = _choose_feature(k[idx], avail, m)
-        b = np.where(cat[f], schema.n_categories[f], 2)
-        c = np.minimum((rng.random(idx.size) * b).astype(np.int64), b - 1)
-        weight[idx] *= b
-        cf = cat[f]
-        u[idx[cf], f[cf]] = True
-        k[idx] = child_keys(k[idx], c)
-    return float(weight.mean())
+        n_alive = _knuth_level(k, u, weight, alive, rng.random(n_alive), cat_a, ncat_a, child_mix)
+    return float(leaves) + float(weight.mean())
+
+
+# ------------------------------------------------------------------------ leaf tables
+
+
+@njit(cache=True, nogil=True)
+def _find(table: np.ndarray, first: int, end: int, k: np.uint64) -> int:
+    """Index of ``k`` in the sorted ``table[first:end]``, or -1."""
+    lo, hi = first, end
+    while lo < hi:  # lower bound
+        mid = (lo + hi) >> 1
+        if table[mid] < k:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < end and table[lo] == k else -1
+
+
+@njit(cache=True, nogil=True)
+def _leaf_index(keys: np.ndarray, offsets: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    for t in range(keys.shape[0]):
+        for i in range(keys.shape[1]):
+            out[t, i] = _find(table, offsets[t], offsets[t + 1], keys[t, i])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _forest_labels(
+    X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
+    ncat: np.ndarray, depth: int, child_mix: np.ndarray, offsets: np.ndarray, table: np.ndarray,
+    labels: np.ndarray, n_classes: int, out: np.ndarray,
+) -> None:
+    n, m = X.shape
+    per_tree = (n + _WALK_CHUNK - 1) // _WALK_CHUNK
+    for c in prange(seeds.shape[0] * per_tree):
+        t, b = c // per_tree, c % per_tree
+        lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
+        for i in range(b * _WALK_CHUNK, min(n, (b + 1) * _WALK_CHUNK)):
+            k = _walk(X[i], seeds[t], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
+            j = _find(table, offsets[t], offsets[t + 1], k)
+            if j >= 0:
+                out[t, i] = labels[j]
+            else:  # as empty_leaf_label: floor(u * C) for the label stream of the key
+                out[t, i] = min(int(_uniform1(k, _SALT_LABEL) * n_classes), n_classes - 1)
+
+
+def forest_leaf_labels(
+    schema: TreeSchema, seeds: np.ndarray, X: np.ndarray, offsets: np.ndarray,
+    table: np.ndarray, labels: np.ndarray, n_classes: int,
+) -> np.ndarray:
+    """Label ``(n_trees, n_samples)`` given by tree ``t`` to row ``i``, in one compiled pass.
+
+    Equals ``route_forest`` + ``leaf_index`` into the stored labels, with
+    :func:`empty_leaf_label` for the leaves no record reached (Section 4.2.1); fusing the
+    three avoids materialising the key and index matrices.
+    """
+    X = _arr(X, np.float64)
+    seeds = _arr(np.asarray(seeds, dtype=np.uint64).ravel(), np.uint64)
+    out = np.empty((seeds.size, X.shape[0]), dtype=np.int64)
+    _forest_labels(X, seeds, *_kernel_args(schema), _arr(offsets, np.int64), _arr(table, np.uint64),
+                   _arr(labels, np.int64), int(n_classes), out)
+    return out
+
+
+def leaf_index(keys: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Row of ``table`` holding leaf ``keys[t, i]`` of tree ``t``, or -1 (an empty leaf).
+
+    ``table[offsets[t]:offsets[t + 1]]`` are tree ``t``'s stored leaf keys, sorted; the
+    search stays inside that segment, so equal keys of two trees never mix.
+    """
+    keys = _arr(keys, np.uint64)
+    out = np.empty(keys.shape, dtype=np.int64)
+    _leaf_index(keys, _arr(offsets, np.int64), _arr(table, np.uint64), out)
+    return out
