@@ -25,7 +25,7 @@ _ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
 _DATASET_KEYS = {"name", "params", "label"}
 _CV_KEYS = {"scheme", "folds", "repeats", "stratified", "test_size"}
 _SCALE_KEYS = {"datasets", "max_rows", "epsilons", "cv", "params", "grid", "algorithms", "dataset_params"}
-_PLOT_KEYS = {"x", "y", "panels", "logx", "logy", "steps", "ylabel", "xlabel", "style"}
+_PLOT_KEYS = {"x", "y", "panels", "logx", "logy", "steps", "ylabel", "xlabel", "style", "top"}
 _TABLE_KEYS = {"rows", "columns", "metric", "format", "aggregate"}
 
 

@@ -130,6 +130,46 @@ def render_bars(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], 
     return _save(fig, out_base)
 
 
+def render_metric_bars(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path) -> list[Path]:
+    """Horizontal bars over a family of metrics (``plot: {x: metric, y: "importance:*"}``).
+
+    One panel per dataset; the ``plot.top`` (default 10) metrics with the largest mean in
+    the first series are shown, grouped by series (e.g. XGBoost-DP Fig. 1, feature
+    importance), with error bars over folds/repeats.
+    """
+    import fnmatch
+
+    import matplotlib.pyplot as plt
+
+    pattern = spec.plot.get("y", "*")
+    top = int(spec.plot.get("top", 10))
+    sub = agg[np.array([fnmatch.fnmatch(m, pattern) for m in agg["metric"]], dtype=bool) & agg["step"].isna().to_numpy()]
+    present = set(sub["dataset"])
+    panels = [d.key for d in spec.datasets if d.key in present]
+    series = _ordered_series(spec, sub) if len(sub) else []
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 0.35 * top + 1.6),
+                             squeeze=False)
+    ds_display = {d.key: d.display for d in spec.datasets}
+    for ax, panel in zip(axes[0], panels, strict=False):
+        p = sub[sub["dataset"] == panel]
+        order = (p[p["series"] == series[0]].sort_values("mean", ascending=False)["metric"].head(top).tolist())
+        ys = np.arange(len(order))[::-1]
+        h = 0.8 / max(len(series), 1)
+        for k, name in enumerate(series):
+            s = p[p["series"] == name].set_index("metric").reindex(order)
+            ax.barh(ys + 0.4 - h * (k + 0.5), s["mean"], h * 0.95, xerr=s["std"], capsize=1.5,
+                    label=name, color=f"C{k % 10}")
+        labels = [m.split(":", 1)[-1] for m in order]
+        ax.set_yticks(ys, labels, fontsize=7)
+        ax.set_xlabel(spec.plot.get("xlabel") or pattern, fontsize=8)
+        ax.set_title(ds_display.get(panel, panel), fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=7, frameon=False, loc="lower right")
+    fig.suptitle(f"{spec.artefact} — {spec.paper}", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, out_base)
+
+
 def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], out_base: Path) -> list[Path]:
     """Draw the figure; returns the written files (PDF and PNG)."""
     import matplotlib
@@ -140,6 +180,8 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
     x = spec.plot.get("x", "epsilon")
     if x == "dataset":
         return render_bars(spec, agg, tasks, out_base)
+    if x == "metric":
+        return render_metric_bars(spec, agg, out_base)
     if x != "epsilon":
         agg = _split_series_by_epsilon(agg)
     panel_by = spec.plot.get("panels", "dataset")
