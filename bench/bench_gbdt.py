@@ -1,13 +1,14 @@
 """Benchmark of the histogram GBDT engine against LightGBM (DPBoost issue, "Speed and memory").
 
-    python bench/bench_gbdt.py                 # adult, covtype (if available), synthetic_cls 1M x 400
-    python bench/bench_gbdt.py --quick         # synthetic 100k x 400 only, few trees
+    python bench/bench_gbdt.py                       # adult, cod-rna, synthetic_cls 1M x 400
+    python bench/bench_gbdt.py --quick               # synthetic 100k x 400 only
+    python bench/bench_gbdt.py --json-out rows.json  # also write machine-readable rows
 
 Prints seconds per tree of NP (our engine, greedy), DPBoost (our engine, exponential
 mechanism + Laplace leaves) and LightGBM with the same depth (6, num_leaves 64), max bins
-(255), learning rate and tree count, all with every core; the ratios to LightGBM; and the
-peak resident memory of a child process that only trains DPBoost/NP on synthetic_cls.
-Not part of the test suite.
+(255), learning rate (0.01) and tree count, all with every core, binning excluded on both
+sides; the ratios to LightGBM; and the peak resident memory of a child process that only
+trains NP/DPBoost on synthetic_cls. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +28,24 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 MIRROR = Path(os.environ.get("DPEXP_DATA_MIRROR", "/work/shared/datasets"))
+LEARNING_RATE = 0.01
+MAX_DEPTH = 6
+TARGETS = {"np": 1.5, "dpboost": 2.0}
+MEMORY_BUDGET_GIB = 3.0
 
 
-def synthetic_cls(n_rows: int, n_features: int, seed: int = 0):
-    """float32 binary classification data built in chunks (keeps peak memory low)."""
+@dataclass
+class BenchData:
+    """Training matrix plus the public metadata the runner would pass."""
+
+    X: np.ndarray
+    y: np.ndarray
+    meta: dict
+
+
+def synthetic_cls(n_rows: int, n_features: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """float32 binary classification data built in chunks (the registry's float64
+    make_classification matrix alone would be 3.2 GB at 1M x 400)."""
     rng = np.random.default_rng(seed)
     w = rng.normal(size=n_features // 4)
     X = np.empty((n_rows, n_features), dtype=np.float32)
@@ -42,102 +58,147 @@ def synthetic_cls(n_rows: int, n_features: int, seed: int = 0):
     return X, y
 
 
-def load(name: str, rows: int):
-    from sklearn.datasets import load_svmlight_file
+def load(name: str, rows: int) -> BenchData | None:
+    """adult / cod-rna through the registry (declared domains, binary adult features)."""
+    if name == "synthetic_cls":
+        X, y = synthetic_cls(rows, 400)
+        return BenchData(X, y, {"feature_domain": np.tile([-6.0, 6.0], (400, 1))})
+    from dpexp.datasets import load_dataset
 
-    if name == "adult":
-        X, y = load_svmlight_file(str(MIRROR / "adult" / "a9a"), n_features=123)
-        return X.toarray(), y, np.tile([0.0, 1.0], (123, 1))
-    if name == "covtype":
-        path = MIRROR / "covtype" / "covtype.libsvm.binary.scale"
-        if not path.exists():
-            return None
-        X, y = load_svmlight_file(str(path))
-        X = X.toarray()
-        return X, y, np.column_stack([X.min(0), X.max(0)])
-    X, y = synthetic_cls(rows, 400)
-    return X, y, np.tile([-6.0, 6.0], (400, 1))
+    try:
+        ds = load_dataset(name, mirror=MIRROR)
+    except Exception as exc:  # noqa: BLE001 - an absent mirror file only skips the row
+        print(f"{name}: not available ({exc})", file=sys.stderr)
+        return None
+    X = ds.X.toarray() if hasattr(ds.X, "toarray") else np.asarray(ds.X)
+    meta = {"feature_domain": ds.feature_domain, "categorical_features": ds.categorical_features,
+            "n_categories": ds.n_categories}
+    return BenchData(X, np.where(ds.y == ds.classes[-1], 1.0, -1.0), meta)
 
 
-def time_ours(X, y, dom, n_trees, private: bool, binning: str = "domain") -> float:
+def make_estimator(kind: str, n_trees: int, meta: dict):
     from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
 
-    common = dict(n_trees=n_trees, learning_rate=0.1, max_depth=6, reg_lambda=0.1,
-                  feature_domain=dom, binning=binning)
-    est = (DPBoostClassifier(epsilon=10.0, trees_per_ensemble=n_trees, random_state=0, **common)
-           if private else NPGBDTClassifier(**common))
-    est.fit(X[:2000], y[:2000])  # JIT warm-up
-    est.fit(X, y)
-    return est.diagnostics_["seconds_per_tree"]
+    common = dict(n_trees=n_trees, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
+                  reg_lambda=0.1, **meta)
+    if kind == "np":
+        return NPGBDTClassifier(**common)
+    return DPBoostClassifier(epsilon=10.0, trees_per_ensemble=min(50, n_trees), random_state=0,
+                             **common)
 
 
-def time_lightgbm(X, y, n_trees) -> float | None:
+def time_ours(data: BenchData, n_trees: int, kind: str) -> float:
+    """Seconds per tree of the boosting loop (the estimator times it, binning excluded)."""
+    make_estimator(kind, 3, data.meta).fit(data.X[:2000], data.y[:2000])  # JIT warm-up
+    est = make_estimator(kind, n_trees, data.meta).fit(data.X, data.y)
+    return float(est.diagnostics_["seconds_per_tree"])
+
+
+def time_lightgbm(data: BenchData, n_trees: int) -> float | None:
     try:
         import lightgbm as lgb
     except ImportError:
         return None
-    params = dict(objective="regression", learning_rate=0.1, max_depth=6, num_leaves=64,
-                  max_bin=255, reg_lambda=0.1, boost_from_average=False, verbose=-1,
-                  num_threads=os.cpu_count())
-    ds = lgb.Dataset(X, y, params=params)
+    params = dict(objective="regression", learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
+                  num_leaves=2**MAX_DEPTH, max_bin=255, reg_lambda=0.1,
+                  boost_from_average=False, verbose=-1, num_threads=os.cpu_count())
+    ds = lgb.Dataset(data.X, data.y, params=params)
     ds.construct()  # binning excluded, as ours
     t0 = time.perf_counter()
     lgb.train(params, ds, num_boost_round=n_trees)
     return (time.perf_counter() - t0) / n_trees
 
 
-def child_memory(rows: int, n_trees: int, private: bool) -> None:
-    """Run in a subprocess: train on synthetic_cls and print peak RSS (GiB) as JSON."""
-    X, y, dom = load("synthetic_cls", rows)
-    from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
+def peak_rss_gib() -> float:
+    """This process's peak RSS. VmHWM, because ``ru_maxrss`` survives ``exec``: a child
+    forked from a parent holding big arrays would report the parent's high-water mark."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**20  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
-    common = dict(n_trees=n_trees, learning_rate=0.1, feature_domain=dom)
-    est = (DPBoostClassifier(epsilon=10.0, trees_per_ensemble=n_trees, random_state=0, **common)
-           if private else NPGBDTClassifier(**common))
-    est.fit(X, y)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(json.dumps({"peak_gib": peak, "data_gib": X.nbytes / 2**30}))
+
+def child_memory(rows: int, n_trees: int, kind: str) -> None:
+    """Run in a subprocess: train on synthetic_cls and print peak RSS (GiB) as JSON."""
+    data = load("synthetic_cls", rows)
+    make_estimator(kind, n_trees, data.meta).fit(data.X, data.y)
+    peak = peak_rss_gib()
+    print(json.dumps({"peak_gib": peak, "data_gib": data.X.nbytes / 2**30}))
+
+
+def speed_rows(name: str, data: BenchData, n_trees: int) -> list[dict]:
+    lg = time_lightgbm(data, n_trees)
+    rows = []
+    for kind in ("np", "dpboost"):
+        ours = time_ours(data, n_trees, kind)
+        rows.append({
+            "benchmark": f"gbdt_{kind}_seconds_per_tree", "dataset": name, "ours_seconds": ours,
+            "reference": "lightgbm", "reference_seconds": lg,
+            "ratio": ours / lg if lg else None, "target_ratio": TARGETS[kind],
+            "note": f"{data.X.shape[0]}x{data.X.shape[1]}, {n_trees} trees, depth {MAX_DEPTH}, "
+                    f"lr {LEARNING_RATE}, {os.cpu_count()} cores",
+        })
+    return rows
+
+
+def memory_row(rows: int, kind: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--rows", str(rows), "--trees", "5"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip().splitlines()[-1]
+    mem = json.loads(out)
+    return {
+        "benchmark": f"gbdt_{kind}_peak_rss", "dataset": f"synthetic_cls {rows}x400",
+        "ours_seconds": None, "reference": f"budget {MEMORY_BUDGET_GIB} GiB",
+        "reference_seconds": None, "ratio": mem["peak_gib"] / MEMORY_BUDGET_GIB,
+        "target_ratio": 1.0,
+        "note": f"peak RSS {mem['peak_gib']:.2f} GiB (float32 data {mem['data_gib']:.2f} GiB)",
+    }
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'benchmark':<32}{'dataset':<24}{'ours s':>10}{'LGBM s':>10}{'ratio':>8}{'target':>8}")
+    for r in rows:
+        fmt = lambda v, p: f"{v:{p}}" if v is not None else "n/a"  # noqa: E731
+        print(f"{r['benchmark']:<32}{r['dataset']:<24}{fmt(r['ours_seconds'], '10.4f'):>10}"
+              f"{fmt(r['reference_seconds'], '10.4f'):>10}{fmt(r['ratio'], '8.2f'):>8}"
+              f"{r['target_ratio']:>8.2f}  {r['note']}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--trees", type=int, default=20)
-    ap.add_argument("--child", choices=["np", "dp"])
+    ap.add_argument("--trees", type=int, default=100, help="trees on adult and cod-rna")
+    ap.add_argument("--synthetic-trees", type=int, default=20)
+    ap.add_argument("--datasets", default="adult,cod-rna,synthetic_cls")
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--child", choices=["np", "dpboost"])
     a = ap.parse_args()
     if a.child:
-        child_memory(a.rows, a.trees, a.child == "dp")
+        child_memory(a.rows, a.trees, a.child)
         return
-    rows = 100_000 if a.quick else a.rows
-    names = ["synthetic_cls"] if a.quick else ["adult", "covtype", "synthetic_cls"]
-    print(f"{'dataset':<16}{'NP s/tree':>11}{'DP s/tree':>11}{'LGBM s/tree':>13}"
-          f"{'NP/LGBM':>9}{'DP/LGBM':>9}")
+    rows_n = 100_000 if a.quick else a.rows
+    names = ["synthetic_cls"] if a.quick else a.datasets.split(",")
+    rows: list[dict] = []
     for name in names:
-        loaded = load(name, rows)
-        if loaded is None:
-            print(f"{name:<16}  (not available offline; skipped)")
+        data = load(name, rows_n)
+        if data is None:
             continue
-        X, y, dom = loaded
-        n_trees = a.trees if name == "synthetic_cls" else 100
-        lg = time_lightgbm(X, y, n_trees)
-        npt = time_ours(X, y, dom, n_trees, private=False)
-        dpt = time_ours(X, y, dom, n_trees, private=True)
-        ratios = [f"{v / lg:9.2f}" if lg else f"{'n/a':>9}" for v in (npt, dpt)]
-        print(f"{name:<16}{npt:11.4f}{dpt:11.4f}{(lg or float('nan')):13.4f}{''.join(ratios)}",
-              flush=True)
-        if name == "adult":
-            q = time_ours(X, y, dom, n_trees, private=False, binning="quantile")
-            print(f"{'adult (NP quantile bins)':<27}{q:.4f} s/tree" + (f", {q / lg:.2f}x" if lg else ""))
-        del X, y
-    for mode in ("np", "dp"):
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", mode, "--rows", str(rows), "--trees", "5"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip().splitlines()[-1]
-        mem = json.loads(out)
-        print(f"peak memory, {mode} training on synthetic_cls {rows} x 400: "
-              f"{mem['peak_gib']:.2f} GiB (float32 data itself: {mem['data_gib']:.2f} GiB)")
+        n_trees = a.synthetic_trees if name == "synthetic_cls" else a.trees
+        new = speed_rows(name, data, n_trees)
+        print_table(new)
+        rows += new
+        del data
+    if not a.no_memory:
+        for kind in ("np", "dpboost"):
+            rows.append(memory_row(rows_n, kind))
+            print_table(rows[-1:])
+    if a.json_out:
+        a.json_out.write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

@@ -33,17 +33,19 @@ from collections.abc import Iterator
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.gbdt_common import (
+    apply_tree,
     make_bin_mapper,
+    prepare_predict_matrix,
     raw_predict,
     resolve_label_domain,
     scale_labels,
     staged_raw_predict,
     unscale_labels,
 )
+from dpexp.algorithms.labels import binary_classes, labels_from_score, pm1_targets
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, record_partition
@@ -177,14 +179,15 @@ class _BoostingBase(BaseEstimator):
         self.diagnostics_ = diag
         return self
 
-    def _update_scores(self, grown, data, X, F):
-        if data.is_sparse:
-            from dpexp.algorithms.gbdt_common import apply_tree, prepare_predict_matrix
-
-            leaf = apply_tree(grown.tree, prepare_predict_matrix(X))
+    def _update_scores(self, grown, data, X, F, *, grown_on_all_rows: bool = False):
+        """``F += learning_rate * tree(x)`` in place for every training row."""
+        lr = float(self.learning_rate)
+        if grown_on_all_rows:  # every row sits in one leaf segment: no tree walk
+            grown.add_to_scores(F, lr, grown_rows_only=True)
+        elif data.is_sparse:
+            F += lr * grown.tree.value[apply_tree(grown.tree, prepare_predict_matrix(X)), 0]
         else:
-            leaf = grown.apply_binned(data)
-        F += float(self.learning_rate) * grown.tree.value[leaf, 0]
+            grown.add_to_scores(F, lr, data)
 
     def _raw(self, X):
         check_is_fitted(self, "trees_")
@@ -308,7 +311,7 @@ class _NPMixin:
                 data, stats, rows, self.mapper_, max_depth=int(self.max_depth),
                 split_policy=split, leaf_policy=leaf, rng=rng,
             )
-            self._update_scores(grown, data, X, F)
+            self._update_scores(grown, data, X, F, grown_on_all_rows=True)
             trees.append(grown.tree)
         return trees, {"n_instances_used": float(n), "n_instances_offered": float(n),
                        "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}
@@ -318,15 +321,8 @@ class _ClassifierPart(ClassifierMixin):
     """Binary classification with square loss on labels mapped to {-1, +1} (Section 4)."""
 
     def _fit_targets(self, X, y):
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if self.classes_.size > 2 or y_type not in ("binary", "multiclass"):
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"{y_type} ({self.classes_.size} classes)."
-            )
-        return np.where(y == self.classes_[-1], 1.0, -1.0)
+        self.classes_ = binary_classes(y)
+        return pm1_targets(y, self.classes_)
 
     def decision_function(self, X) -> np.ndarray:
         """The raw ensemble score F(x); predicts ``classes_[1]`` when F(x) > 0."""
@@ -334,13 +330,13 @@ class _ClassifierPart(ClassifierMixin):
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self, "trees_")
-        return self.classes_[(self._decision(X) > 0).astype(int) * (self.classes_.size - 1)]
+        return labels_from_score(self.classes_, self._decision(X))
 
     def staged_predict(self, X) -> Iterator[np.ndarray]:
         """Predicted classes after each tree."""
         check_is_fitted(self, "trees_")
         for F in self._staged_decision(X):
-            yield self.classes_[(F > 0).astype(int) * (self.classes_.size - 1)]
+            yield labels_from_score(self.classes_, F)
 
     def staged_decision_function(self, X) -> Iterator[np.ndarray]:
         yield from self._staged_decision(X)

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpexp.trees.binning import BinMapper, fit_bin_mapper
-from dpexp.trees.histogram import apply_csr, apply_dense
+from dpexp.trees.histogram import apply_csr, apply_dense, apply_dense_serial, use_parallel
 from dpexp.trees.tree import ArrayTree
 
 
@@ -85,7 +85,8 @@ def apply_tree(tree: ArrayTree, X) -> np.ndarray:
     child = tree.child_start.astype(np.int64)
     if sp.issparse(X):
         return apply_csr(X.indptr, X.indices, X.data, X.shape[0], feat, tree.threshold, child)
-    return apply_dense(X, feat, tree.threshold, child)
+    kernel = apply_dense if use_parallel(X.shape[0] * 64) else apply_dense_serial
+    return kernel(X, feat, tree.threshold, child)
 
 
 def prepare_predict_matrix(X):
@@ -108,7 +109,9 @@ def raw_predict(trees: list[ArrayTree], learning_rate: float, X) -> np.ndarray:
 
 
 def staged_raw_predict(trees: list[ArrayTree], learning_rate: float, X) -> Iterator[np.ndarray]:
-    """``F`` after each tree, one array at a time."""
+    """``F`` after each tree, computed incrementally and yielded one array at a time
+    (a generator: 5000 trees never hold more than the current scores; each yielded array
+    is new, so a consumer may keep it)."""
     X = prepare_predict_matrix(X)
     out = np.zeros(X.shape[0])
     for t in trees:

@@ -82,6 +82,15 @@ def get_algorithm(name: str) -> AlgorithmInfo:
     return algos[name]
 
 
+def accepted_params(name: str) -> set[str]:
+    """Parameter names any of ``name``'s estimator classes accepts."""
+    info = get_algorithm(name)
+    out: set[str] = set()
+    for task in info.targets:
+        out |= set(info.estimator_class(task)().get_params())
+    return out
+
+
 def make_estimator(
     name: str,
     task: str,

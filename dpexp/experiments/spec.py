@@ -119,8 +119,16 @@ class ExperimentSpec:
             for a in raw["algorithms"]:
                 a = dict(a)
                 if "params" in over:
-                    a["params"] = {**(a.get("params") or {}), **over["params"]}
-                    a["grid"] = {k: v for k, v in (a.get("grid") or {}).items() if k not in over["params"]}
+                    extra = dict(over["params"])
+                    if a.get("name"):
+                        # a scale's params apply to the algorithms that have them (e.g.
+                        # trees_per_ensemble for DPBoost, not for the NP baseline)
+                        from dpexp.algorithms.registry import accepted_params
+
+                        known = accepted_params(a["name"])
+                        extra = {k: v for k, v in extra.items() if k in known}
+                    a["params"] = {**(a.get("params") or {}), **extra}
+                    a["grid"] = {k: v for k, v in (a.get("grid") or {}).items() if k not in extra}
                 if "grid" in over:
                     # only grid keys the algorithm already varies are replaced
                     a["grid"] = {k: over["grid"].get(k, v) for k, v in (a.get("grid") or {}).items()}

@@ -22,13 +22,89 @@ codes of the stored non-zeros are kept (column-compressed), with each feature's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 MAX_BINS = 255
 STRATEGIES = ("domain", "quantile")
+# dense codes get a row-sparse twin when at most this share of entries is non-default
+ROW_SPARSE_MAX_DENSITY = 0.25
+_DENSITY_SAMPLE_ROWS = 4096
+# largest dense code matrix that also gets a column-major copy for row partitions
+COLUMN_COPY_MAX_BYTES = 64 << 20
+
+
+@dataclass
+class RowSparseCodes:
+    """Row-major list of the entries of dense codes that differ from their feature's
+    ``default_bin`` (its most frequent code): row ``r`` owns entries
+    ``indptr[r]:indptr[r+1]`` with ``feature`` (int32) and ``code`` (uint8).
+
+    A derived, exact representation of the same codes used to build histograms of
+    one-hot/binary data in time proportional to the non-default entries; which bin is the
+    default only changes the order of float additions, not the histogram.
+    """
+
+    indptr: np.ndarray
+    feature: np.ndarray
+    code: np.ndarray
+    default_bin: np.ndarray
+    mean_nnz: int
+
+
+@njit(cache=True, nogil=True)
+def _count_non_default(codes, default):  # pragma: no cover
+    n, d = codes.shape
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for r in range(n):
+        c = 0
+        for f in range(d):
+            if codes[r, f] != default[f]:
+                c += 1
+        indptr[r + 1] = indptr[r] + c
+    return indptr
+
+
+@njit(cache=True, nogil=True)
+def _fill_non_default(codes, default, indptr, feature, code):  # pragma: no cover
+    n, d = codes.shape
+    for r in range(n):
+        q = indptr[r]
+        for f in range(d):
+            if codes[r, f] != default[f]:
+                feature[q] = f
+                code[q] = codes[r, f]
+                q += 1
+
+
+def most_frequent_codes(codes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Most frequent code of every column of ``codes`` (on ``rows`` when given)."""
+    sample = codes if rows is None else codes[rows]
+    return np.array([np.bincount(sample[:, f], minlength=1).argmax()
+                     for f in range(codes.shape[1])], dtype=np.uint8)
+
+
+def row_sparse_codes(codes: np.ndarray, max_density: float = ROW_SPARSE_MAX_DENSITY
+                     ) -> RowSparseCodes | None:
+    """The :class:`RowSparseCodes` of ``codes``, or ``None`` when more than
+    ``max_density`` of the entries (estimated on evenly spaced rows) are non-default."""
+    n, d = codes.shape
+    if n == 0 or d == 0:
+        return None
+    probe = np.linspace(0, n - 1, min(n, _DENSITY_SAMPLE_ROWS)).astype(np.int64)
+    default = most_frequent_codes(codes, probe)
+    if np.mean(codes[probe] != default) > max_density:
+        return None
+    default = most_frequent_codes(codes)
+    indptr = _count_non_default(codes, default)
+    nnz = int(indptr[-1])
+    feature = np.empty(nnz, dtype=np.int32)
+    code = np.empty(nnz, dtype=np.uint8)
+    _fill_non_default(codes, default, indptr, feature, code)
+    return RowSparseCodes(indptr, feature, code, default, mean_nnz=max(1, nnz // n))
 
 
 @dataclass
@@ -48,10 +124,34 @@ class BinnedData:
     rows: np.ndarray | None = None
     values: np.ndarray | None = None
     zero_bin: np.ndarray | None = None
+    _row_sparse: list = field(default_factory=list, repr=False, compare=False)
+    _by_feature: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def is_sparse(self) -> bool:
         return self.codes is None
+
+    def row_sparse(self) -> RowSparseCodes | None:
+        """The row-sparse twin of dense codes (built once, cached), or ``None`` when the
+        codes are not sparse enough for it to pay off (or the data is column-sparse)."""
+        if self.is_sparse:
+            return None
+        if not self._row_sparse:
+            self._row_sparse.append(row_sparse_codes(self.codes))
+        return self._row_sparse[0]
+
+    def codes_by_feature(self, max_bytes: int = COLUMN_COPY_MAX_BYTES) -> np.ndarray:
+        """Dense codes in column-major (Fortran) order, indexed like ``codes[r, f]``.
+
+        Row partitions read one feature of rows in increasing order, which is a stream in
+        this layout but one cache line per row in the C layout. The copy is kept (cached)
+        only when it is at most ``max_bytes``; otherwise ``codes`` itself is returned.
+        """
+        if self.codes is None or self.codes.nbytes > max_bytes:
+            return self.codes
+        if not self._by_feature:
+            self._by_feature.append(np.asfortranarray(self.codes))
+        return self._by_feature[0]
 
     def take(self, idx: np.ndarray) -> BinnedData:
         """The rows ``idx`` (sorted or not) as a new :class:`BinnedData`."""

@@ -28,13 +28,16 @@ import numpy as np
 
 from dpexp.trees.binning import BinMapper, BinnedData
 from dpexp.trees.histogram import (
-    FEATURE_BLOCK,
+    add_leaf_segments,
+    add_tree_binned,
     apply_binned_dense,
-    build_hist_dense,
-    build_hist_dense_2,
     build_hist_sparse,
+    dense_hist_into,
+    node_totals,
     partition_dense,
     partition_sparse,
+    rowsparse_hist_into,
+    subtract_siblings,
 )
 from dpexp.trees.tree import ArrayTree, TreeBuilder
 
@@ -97,10 +100,19 @@ class LeafPolicy(Protocol):
 
 @dataclass
 class GrownTree:
-    """A grown tree: the :class:`ArrayTree` plus the bin of every split (for binned data)."""
+    """A grown tree: the :class:`ArrayTree` plus the bin of every split (for binned data).
+
+    ``order``/``leaf_start``/``leaf_end``/``leaf_node`` (set by :func:`grow_tree`) give the
+    training rows of every leaf: ``order[leaf_start[i]:leaf_end[i]]`` reached leaf
+    ``leaf_node[i]``, so boosting can update its scores without walking the tree again.
+    """
 
     tree: ArrayTree
     bins: np.ndarray  # int64 (n_nodes,), -1 at leaves
+    order: np.ndarray | None = None
+    leaf_start: np.ndarray | None = None
+    leaf_end: np.ndarray | None = None
+    leaf_node: np.ndarray | None = None
 
     def apply_binned(self, data: BinnedData) -> np.ndarray:
         """Leaf id of each row of *dense* binned data (uses bins, not thresholds)."""
@@ -110,36 +122,45 @@ class GrownTree:
             data.n_rows,
         )
 
+    def add_to_scores(self, scores: np.ndarray, scale: float, data: BinnedData | None = None,
+                      *, grown_rows_only: bool = False) -> None:
+        """``scores += scale * value[leaf(x), 0]`` in place for every row of dense ``data``.
 
-def _build(data: BinnedData, stats, order, starts, ends, n_bins) -> np.ndarray:
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
+        With ``grown_rows_only`` only the rows the tree was grown on are updated, from the
+        stored leaf segments (no tree walk; exact same leaves as :meth:`apply_binned`).
+        """
+        value = np.ascontiguousarray(self.tree.value[:, 0])
+        if grown_rows_only:
+            add_leaf_segments(self.order, self.leaf_start, self.leaf_end,
+                              value[self.leaf_node], float(scale), scores)
+            return
+        t = self.tree
+        add_tree_binned(data.codes, t.feature.astype(np.int64), self.bins,
+                        t.child_start.astype(np.int64), value, float(scale), scores)
+
+
+def _build_into(data: BinnedData, stats, order, starts, ends, out, slots) -> None:
+    """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``."""
     if data.is_sparse:
-        return build_hist_sparse(
+        out[slots] = build_hist_sparse(
             data.indptr, data.rows, data.values, data.zero_bin, stats, order, starts, ends,
-            data.n_rows, n_bins,
+            data.n_rows, out.shape[2],
         )
-    if stats.shape[1] == 2:
-        return build_hist_dense_2(
-            data.codes, np.ascontiguousarray(stats[:, 0]), np.ascontiguousarray(stats[:, 1]),
-            order, starts, ends, n_bins, FEATURE_BLOCK,
-        )
-    return build_hist_dense(data.codes, stats, order, starts, ends, n_bins, FEATURE_BLOCK)
+        return
+    rs = data.row_sparse()
+    if rs is not None:
+        rowsparse_hist_into(rs, stats, order, starts, ends, out, slots)
+    else:
+        dense_hist_into(data.codes, stats, order, starts, ends, out, slots)
 
 
 def _partition(data: BinnedData, order, starts, ends, features, bins) -> np.ndarray:
-    args = (
-        order,
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(ends, dtype=np.int64),
-        np.asarray(features, dtype=np.int64),
-        np.asarray(bins, dtype=np.int64),
-    )
     if data.is_sparse:
         return partition_sparse(
-            data.indptr, data.rows, data.values, data.zero_bin, *args, data.n_rows
+            data.indptr, data.rows, data.values, data.zero_bin, order, starts, ends,
+            features, bins, data.n_rows,
         )
-    return partition_dense(data.codes, *args)
+    return partition_dense(data.codes_by_feature(), order, starts, ends, features, bins)
 
 
 def grow_tree(
@@ -163,30 +184,27 @@ def grow_tree(
     may use (any order; may be empty). Depth ``max_depth`` nodes are always leaves.
     """
     stats = np.ascontiguousarray(stats, dtype=np.float64)
+    k_stats = stats.shape[1]
     order = np.sort(np.asarray(rows, dtype=np.int64))
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
-    n_bins = max(mapper.max_bins, 1)
+    hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     builder = TreeBuilder(n_outputs=n_outputs)
-    bins: list[int] = []
-
-    root = builder.add_node(0)
-    bins.append(-1)
+    bins: list[int] = [-1]
     # open nodes of the current depth
-    node_ids = np.array([root], dtype=np.int64)
+    node_ids = np.array([builder.add_node(0)], dtype=np.int64)
     starts = np.array([0], dtype=np.int64)
     ends = np.array([order.size], dtype=np.int64)
-    totals = stats[order].sum(axis=0, keepdims=True) if order.size else np.zeros((1, stats.shape[1]))
-    hist = _build(data, stats, order, starts, ends, n_bins) if max_depth > 0 else None
-    leaf_ids: list[np.ndarray] = []
-    leaf_totals: list[np.ndarray] = []
-    leaf_rows: list[np.ndarray] = []
+    totals = node_totals(stats, order, 0, order.size).reshape(1, k_stats)
+    hist = None
+    if max_depth > 0:
+        hist = np.empty((1, *hist_shape))
+        _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64))
+    leaves = _LeafCollector()
 
     for depth in range(max_depth + 1):
         n_rows = ends - starts
         if depth == max_depth or node_ids.size == 0:
-            leaf_ids.append(node_ids)
-            leaf_totals.append(totals)
-            leaf_rows.append(n_rows)
+            leaves.add(node_ids, totals, starts, ends)
             break
         ctx = SplitContext(
             depth=depth, max_depth=max_depth, hist=hist, totals=totals,
@@ -197,53 +215,27 @@ def grow_tree(
         feat = np.asarray(feat, dtype=np.int64)
         bin_ = np.asarray(bin_, dtype=np.int64)
         split = feat >= 0
-        if (~split).any():
-            leaf_ids.append(node_ids[~split])
-            leaf_totals.append(totals[~split])
-            leaf_rows.append(n_rows[~split])
+        if not split.all():
+            leaves.add(node_ids[~split], totals[~split], starts[~split], ends[~split])
         if not split.any():
             node_ids = node_ids[:0]
             break
         js = np.flatnonzero(split)
         f_s, b_s = feat[js], bin_[js]
         n_left = _partition(data, order, starts[js], ends[js], f_s, b_s)
-        # children totals from the parents' histograms: left = bins <= b of feature f
-        cum = np.cumsum(hist[js, f_s], axis=1)  # (ns, B, K)
-        left_tot = cum[np.arange(js.size), b_s]
-        right_tot = totals[js] - left_tot
-        new_ids, new_starts, new_ends, new_tot = [], [], [], []
-        for i, j in enumerate(js):
-            f, b = int(f_s[i]), int(b_s[i])
-            lft, rgt = builder.split_numeric(int(node_ids[j]), f, mapper.threshold(f, b))
-            bins[int(node_ids[j])] = b
-            bins.extend([-1, -1])
-            mid = starts[j] + n_left[i]
-            new_ids += [lft, rgt]
-            new_starts += [starts[j], mid]
-            new_ends += [mid, ends[j]]
-            new_tot += [left_tot[i], right_tot[i]]
-        child_starts = np.asarray(new_starts, dtype=np.int64)
-        child_ends = np.asarray(new_ends, dtype=np.int64)
-        if depth + 1 < max_depth:
-            sizes = (child_ends - child_starts).reshape(-1, 2)
-            small = np.argmin(sizes, axis=1)  # 0: build left, 1: build right
-            pick = 2 * np.arange(js.size) + small
-            small_hist = _build(data, stats, order, child_starts[pick], child_ends[pick], n_bins)
-            big_hist = hist[js] - small_hist
-            new_hist = np.empty((2 * js.size, *hist.shape[1:]))
-            new_hist[pick] = small_hist
-            new_hist[pick ^ 1] = big_hist
-            hist = new_hist
-        else:
-            hist = None
-        node_ids = np.asarray(new_ids, dtype=np.int64)
-        starts, ends = child_starts, child_ends
-        totals = np.asarray(new_tot).reshape(-1, stats.shape[1])
+        node_ids = _split_nodes(builder, bins, mapper, node_ids[js], f_s, b_s)
+        totals = _child_totals(hist, totals, js, f_s, b_s)
+        mid = starts[js] + n_left
+        starts = np.column_stack([starts[js], mid]).ravel()
+        ends = np.column_stack([mid, ends[js]]).ravel()
+        parent_hist = hist if js.size == hist.shape[0] else hist[js]
+        hist = (_child_histograms(data, stats, order, starts, ends, parent_hist, hist_shape)
+                if depth + 1 < max_depth else None)
 
-    ids = np.concatenate(leaf_ids) if leaf_ids else np.zeros(0, dtype=np.int64)
+    ids, leaf_totals, leaf_start, leaf_end = leaves.arrays(k_stats)
     lctx = LeafContext(
-        totals=np.concatenate(leaf_totals).reshape(-1, stats.shape[1]),
-        n_rows=np.concatenate(leaf_rows),
+        totals=leaf_totals,
+        n_rows=leaf_end - leaf_start,
         depth=np.asarray([builder.depth[i] for i in ids], dtype=np.int64),
         node_ids=ids,
         rng=rng,
@@ -253,4 +245,56 @@ def grow_tree(
     values = np.asarray(leaf_policy(lctx), dtype=np.float64).reshape(ids.size, n_outputs)
     for i, node in enumerate(ids):
         builder.set_value(int(node), values[i])
-    return GrownTree(tree=builder.build(), bins=np.asarray(bins, dtype=np.int64))
+    return GrownTree(tree=builder.build(), bins=np.asarray(bins, dtype=np.int64), order=order,
+                     leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
+
+
+class _LeafCollector:
+    """Leaves of a tree in the order they are closed, with their row segments."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, ids, totals, starts, ends) -> None:
+        self.parts.append((ids, totals, starts, ends))
+
+    def arrays(self, k_stats: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if not self.parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, np.zeros((0, k_stats)), empty, empty
+        ids, totals, starts, ends = (np.concatenate(col) for col in zip(*self.parts, strict=True))
+        return ids.astype(np.int64), totals.reshape(-1, k_stats), starts, ends
+
+
+def _split_nodes(builder: TreeBuilder, bins: list[int], mapper: BinMapper, parents, feats,
+                 bins_) -> np.ndarray:
+    """Turn ``parents`` into numeric splits; returns the child ids (left, right, ...)."""
+    children = np.empty(2 * parents.size, dtype=np.int64)
+    for i in range(parents.size):
+        f, b, node = int(feats[i]), int(bins_[i]), int(parents[i])
+        children[2 * i], children[2 * i + 1] = builder.split_numeric(
+            node, f, mapper.threshold(f, b))
+        bins[node] = b
+        bins.extend((-1, -1))
+    return children
+
+
+def _child_totals(hist, totals, js, feats, bins_) -> np.ndarray:
+    """Children totals (left, right interleaved) of the split nodes ``js`` from their
+    histograms: left = bins ``<= b`` of feature ``f``."""
+    k_stats = totals.shape[1]
+    left = np.cumsum(hist[js, feats], axis=1)[np.arange(js.size), bins_]
+    return np.stack([left, totals[js] - left], axis=1).reshape(-1, k_stats)
+
+
+def _child_histograms(data, stats, order, starts, ends, parent_hist, hist_shape) -> np.ndarray:
+    """Histograms of all children: build the smaller child of each split, get its
+    sibling as parent minus child (the "subtraction trick")."""
+    n_split = starts.size // 2
+    sizes = (ends - starts).reshape(n_split, 2)
+    small = 2 * np.arange(n_split) + np.argmin(sizes, axis=1)  # ties: build the left
+    big = small ^ 1
+    out = np.empty((2 * n_split, *hist_shape))
+    _build_into(data, stats, order, starts[small], ends[small], out, small)
+    subtract_siblings(parent_hist, out, small, big)
+    return out

@@ -61,7 +61,10 @@ def gain_utilities(ctx: SplitContext, reg_lambda: float) -> tuple[np.ndarray, np
     the flat ``f * (B - 1) + b`` index of each candidate."""
     gains = split_gains(ctx.hist, float(reg_lambda), ctx.n_candidates)
     idx = candidate_index(ctx.n_candidates, gains.shape[2])
-    return gains.reshape(gains.shape[0], -1)[:, idx], idx
+    flat = gains.reshape(gains.shape[0], -1)
+    if idx.size == flat.shape[1]:  # every (feature, bin) is a candidate: no gathered copy
+        return flat, idx
+    return flat[:, idx], idx
 
 
 @dataclass

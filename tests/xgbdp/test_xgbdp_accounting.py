@@ -15,7 +15,6 @@ from dpexp.algorithms.gaussian_bdt import (
     release_budgets,
     slides_sigma,
 )
-from dpexp.datasets.weather import weather_temperature
 from dpexp.algorithms.xgbdp_comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
@@ -26,6 +25,7 @@ from dpexp.algorithms.xgboost_dp import (
     per_node_half_budget,
     per_tree_budget,
 )
+from dpexp.datasets.weather import weather_temperature
 
 META = {"feature_domain": np.array([[-3.0, 3.0]] * 4)}
 

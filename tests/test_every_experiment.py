@@ -1,0 +1,44 @@
+"""Every registered experiment runs at smoke scale through the CLI and renders real numbers.
+
+This is what `make reproduce-smoke` does, one test per spec (in-process, typer's
+CliRunner, one shared results directory so the numba caches and datasets are warm).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+from dpexp.experiments.spec import all_specs
+
+SPECS = sorted(all_specs())
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return tmp_path_factory.mktemp("smoke-results"), tmp_path_factory.mktemp("smoke-figures")
+
+
+@pytest.mark.parametrize("experiment", SPECS)
+def test_experiment_runs_at_smoke_scale(experiment, out):
+    results, figures = out
+    res = CliRunner().invoke(app, ["run", experiment, "--scale", "smoke", "-q",
+                                   "--results-dir", str(results), "--figures-dir", str(figures)])
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(results / experiment / "results-smoke.csv")
+    assert len(table) > 0
+    values = pd.to_numeric(table["value"], errors="coerce")
+    assert values.notna().any() and values.dropna().map(math.isfinite).any()
+    private = table[table["epsilon"] != math.inf]
+    spent = pd.to_numeric(private["epsilon_spent"], errors="coerce").dropna()
+    assert (spent <= private.loc[spent.index, "epsilon"] * (1 + 1e-9)).all()
+    md = (results / experiment / f"{experiment}-smoke.md").read_text()
+    assert "±" in md  # a rendered number with its spread
+    spec = all_specs()[experiment]
+    if spec.kind == "figure":
+        png = figures / experiment / f"{experiment}-smoke.png"
+        assert png.exists() and png.stat().st_size > 5_000
