@@ -69,3 +69,22 @@ def test_wilcoxon_pairs_by_fold_repeat_and_epsilon():
     assert (out["p_value"] < 1e-10).all()
     same = [dict(r, value=0.5) for r in rows]
     assert (wilcoxon_table(pd.DataFrame(same), "Ours")["p_value"] == 1.0).all()
+
+
+def test_trend_claims():
+    import json
+
+    from dpexp.render.claims import check_trend
+
+    rows = []
+    for n, acc, mae in ((1, 0.70, 3.0), (4, 0.74, 2.5), (8, 0.78, 2.0)):
+        rows.append(("adult", "InPrivate", "InPrivate", json.dumps({"n_participants": n}), 1.0, "accuracy", math.nan, acc))
+        rows.append(("abalone", "InPrivate", "InPrivate", json.dumps({"n_participants": n}), 1.0, "mae", math.nan, mae))
+    agg = pd.DataFrame(rows, columns=["dataset", "series", "label", "params", "epsilon", "metric", "step", "mean"])
+    tasks = {"adult": "classification", "abalone": "regression"}
+    claim = {"text": "t", "series": "InPrivate", "metric": {"classification": "accuracy", "regression": "mae"},
+             "trend": {"classification": "increasing", "regression": "decreasing"},
+             "over": "param:n_participants", "mode": "each"}
+    assert check_trend(claim, agg, tasks).status == "pass"
+    flipped = {**claim, "trend": "decreasing"}
+    assert check_trend(flipped, agg, tasks).status == "fail"

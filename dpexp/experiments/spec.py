@@ -301,7 +301,8 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         if not isinstance(c, dict):
             raise _err(path, f"claims[{i}] must be text or a mapping.")
         _check_keys(path, f"claims[{i}]", c, CLAIM_KEYS)
-        for key in ("better", "than", "metric"):
+        needed = ("series", "metric", "trend", "over") if "trend" in c else ("better", "than", "metric")
+        for key in needed:
             if key not in c:
                 raise _err(path, f"claims[{i}] needs key {key!r}.")
         if c.get("direction", "lower") not in ("lower", "higher"):

@@ -9,6 +9,17 @@ A claim in a spec is either plain text (reported, not machine-checked) or a mapp
       direction: lower              # lower | higher is better
       epsilon: 1                    # optional: only this epsilon
       mode: mean                    # mean over datasets (default) | each (every dataset)
+
+or a trend of one series along an axis::
+
+    - text: "Accuracy increases with the number of participants"
+      series: InPrivate
+      metric: {classification: accuracy, regression: mae}
+      trend: {classification: increasing, regression: decreasing}   # or one word
+      over: param:n_participants    # or epsilon
+      mode: mean                    # the Spearman correlation of the per-dataset means
+                                    # with the axis must have the trend's sign (mean over
+                                    # datasets) | each (on every dataset)
 """
 
 from __future__ import annotations
@@ -18,7 +29,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets"}
+CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets",
+              "series", "trend", "over"}
 
 
 @dataclass
@@ -35,9 +47,47 @@ def _metric_rows(agg: pd.DataFrame, metric, tasks: dict[str, str]) -> pd.DataFra
     return agg[agg["metric"] == metric]
 
 
+def _axis(sub: pd.DataFrame, over: str) -> pd.Series:
+    import json
+
+    if over == "epsilon":
+        return sub["epsilon"].astype(float)
+    if over.startswith("param:"):
+        return sub["params"].map(lambda p: json.loads(p).get(over[6:])).astype(float)
+    raise ValueError(f"claim 'over' must be epsilon or param:NAME, got {over!r}")
+
+
+def check_trend(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
+    from scipy.stats import spearmanr
+
+    text = claim.get("text", str(claim))
+    sub = _metric_rows(agg, claim["metric"], tasks)
+    sub = sub[(sub["label"] == claim["series"]) & sub["step"].isna()]
+    sub = sub[sub["epsilon"].astype(float).map(math.isfinite)] if claim["over"] == "epsilon" else sub
+    if sub.empty:
+        return ClaimResult(text, "no data", f"no results for {claim['series']!r}")
+    trend = claim["trend"]
+    rhos, details = [], []
+    for ds, part in sub.groupby("dataset"):
+        x = _axis(part, claim["over"])
+        want = trend.get(tasks.get(ds, ""), "increasing") if isinstance(trend, dict) else trend
+        if x.nunique() < 2:
+            continue
+        rho = float(spearmanr(x, part["mean"]).statistic)
+        rho = rho if want == "increasing" else -rho
+        rhos.append(rho)
+        details.append(f"{ds}: {'holds' if rho > 0 else 'does not hold'} (rank corr. {rho:+.2f})")
+    if not rhos:
+        return ClaimResult(text, "no data", f"fewer than 2 values of {claim['over']}")
+    ok = all(r > 0 for r in rhos) if claim.get("mode", "mean") == "each" else sum(rhos) / len(rhos) > 0
+    return ClaimResult(text, "pass" if ok else "fail", "; ".join(details))
+
+
 def check_claim(claim, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
     if isinstance(claim, str):
         return ClaimResult(claim, "not checked", "plain-text claim")
+    if "trend" in claim:
+        return check_trend(claim, agg, tasks)
     text = claim.get("text", str(claim))
     sub = _metric_rows(agg, claim["metric"], tasks)
     sub = sub[sub["step"].isna()] if "step" in sub else sub
