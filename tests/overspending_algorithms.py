@@ -1,0 +1,50 @@
+"""Deliberately broken private estimators for the runner's budget checks (tests only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from dpexp.algorithms.registry import AlgorithmInfo
+from dpexp.privacy import Accountant
+
+
+@dataclass
+class _ClaimedSpend:
+    epsilon_spent: float
+    delta_spent: float = 0.0
+
+
+class ReportsTooMuch(ClassifierMixin, BaseEstimator):
+    """Fits a majority vote but reports twice its budget (no accountant raised)."""
+
+    def __init__(self, epsilon=1.0, random_state=None):
+        self.epsilon = epsilon
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.majority_ = self.classes_[np.argmax(counts)]
+        self.accountant_ = _ClaimedSpend(epsilon_spent=2 * self.epsilon)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+
+class SpendsTooMuch(ReportsTooMuch):
+    """Spends through a real Accountant, which must refuse the second release."""
+
+    def fit(self, X, y):
+        acc = Accountant(epsilon=self.epsilon)
+        acc.spend(self.epsilon, what="first release")
+        acc.spend(self.epsilon, what="second release")
+        return super().fit(X, y)
+
+
+ALGORITHMS = [
+    AlgorithmInfo("reports_too_much", {"classification": f"{__name__}:ReportsTooMuch"}, True, "test", "broken"),
+    AlgorithmInfo("spends_too_much", {"classification": f"{__name__}:SpendsTooMuch"}, True, "test", "broken"),
+]
