@@ -420,8 +420,21 @@ def datasets_info(
     if as_json:
         typer.echo(json.dumps(data, indent=2, default=str))
         return
-    for k, v in data.items():
-        out.print(f"[bold]{k}[/]: {v}", highlight=False)
+    out.print(f"[bold]{info.name}[/] ({info.task}) — {info.description}", highlight=False)
+    out.print("papers: " + "; ".join(f"{k} ({v})" for k, v in info.papers.items()), highlight=False)
+    out.print(f"registry shape: {info.rows or '?'} rows x {info.features or '?'} features", highlight=False)
+    for f in data["files"]:
+        out.print(f"file {f['file']}: {f['status']} — {f['path']}", highlight=False)
+    if info.local_only:
+        out.print(f"user-supplied: {info.local_only.get('instructions', '').strip()}", highlight=False)
+    if loaded is not None:
+        balance = loaded.get("class_balance")
+        extra = (", class balance " + ", ".join(f"{k}: {v:.1%}" for k, v in balance.items())) if balance \
+            else f", label range {loaded.get('label_range')}"
+        test = f", fixed test split {loaded['test_rows']} rows" if loaded.get("test_rows") else ""
+        out.print(f"loaded: {loaded['rows']} rows x {loaded['features']} features "
+                  f"({loaded['categorical_features']} categorical, sparse={loaded['sparse']}, "
+                  f"domain {loaded['domain_source']}){test}{extra}", highlight=False)
 
 
 @cluster_app.command("info")
