@@ -32,14 +32,16 @@ from dpexp.trees.histogram import (
     add_tree_binned,
     apply_binned_dense,
     build_hist_sparse,
+    child_totals,
     dense_hist_into,
+    is_sorted,
     node_totals,
     partition_dense,
     partition_sparse,
     rowsparse_hist_into,
     subtract_siblings,
 )
-from dpexp.trees.tree import ArrayTree, TreeBuilder
+from dpexp.trees.tree import NUMERIC, ArrayTree
 
 
 @dataclass
@@ -139,7 +141,7 @@ class GrownTree:
                         t.child_start.astype(np.int64), value, float(scale), scores)
 
 
-def _build_into(data: BinnedData, stats, order, starts, ends, out, slots) -> None:
+def _build_into(data: BinnedData, stats, order, starts, ends, out, slots, columns=None) -> None:
     """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``."""
     if data.is_sparse:
         out[slots] = build_hist_sparse(
@@ -149,9 +151,9 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots) -> Non
         return
     rs = data.row_sparse()
     if rs is not None:
-        rowsparse_hist_into(rs, stats, order, starts, ends, out, slots)
+        rowsparse_hist_into(rs, stats, order, starts, ends, out, slots, columns=columns)
     else:
-        dense_hist_into(data.codes, stats, order, starts, ends, out, slots)
+        dense_hist_into(data.codes, stats, order, starts, ends, out, slots, columns=columns)
 
 
 def _partition(data: BinnedData, order, starts, ends, features, bins) -> np.ndarray:
@@ -182,23 +184,30 @@ def grow_tree(
     ``stats (n_rows_total, K)`` float64: per-row statistics summed in the histograms
     (for GBDT: column 0 gradient, column 1 hessian). ``rows``: ids of the rows this tree
     may use (any order; may be empty). Depth ``max_depth`` nodes are always leaves.
+
+    Node ids are assigned as :class:`~dpexp.trees.tree.TreeBuilder` would (root 0, the
+    children of the split nodes of a depth in order, left then right), but the tree's
+    arrays are filled per depth, not node by node.
     """
     stats = np.ascontiguousarray(stats, dtype=np.float64)
     k_stats = stats.shape[1]
-    order = np.sort(np.asarray(rows, dtype=np.int64))
+    order = np.asarray(rows, dtype=np.int64)
+    order = order.copy() if is_sorted(order) else np.sort(order)
+    columns = ((np.ascontiguousarray(stats[:, 0]), np.ascontiguousarray(stats[:, 1]))
+               if k_stats == 2 and not data.is_sparse else None)
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
-    builder = TreeBuilder(n_outputs=n_outputs)
-    bins: list[int] = [-1]
+    nodes = _NodeTable()
     # open nodes of the current depth
-    node_ids = np.array([builder.add_node(0)], dtype=np.int64)
-    starts = np.array([0], dtype=np.int64)
+    node_ids = np.zeros(1, dtype=np.int64)
+    starts = np.zeros(1, dtype=np.int64)
     ends = np.array([order.size], dtype=np.int64)
     totals = node_totals(stats, order, 0, order.size).reshape(1, k_stats)
     hist = None
     if max_depth > 0:
         hist = np.empty((1, *hist_shape))
-        _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64))
+        _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64),
+                    columns)
     leaves = _LeafCollector()
 
     for depth in range(max_depth + 1):
@@ -215,38 +224,100 @@ def grow_tree(
         feat = np.asarray(feat, dtype=np.int64)
         bin_ = np.asarray(bin_, dtype=np.int64)
         split = feat >= 0
-        if not split.all():
+        all_split = bool(split.all())
+        if not all_split:
+            if not split.any():
+                leaves.add(node_ids, totals, starts, ends)
+                node_ids = node_ids[:0]
+                break
             leaves.add(node_ids[~split], totals[~split], starts[~split], ends[~split])
-        if not split.any():
-            node_ids = node_ids[:0]
-            break
-        js = np.flatnonzero(split)
-        f_s, b_s = feat[js], bin_[js]
-        n_left = _partition(data, order, starts[js], ends[js], f_s, b_s)
-        node_ids = _split_nodes(builder, bins, mapper, node_ids[js], f_s, b_s)
-        totals = _child_totals(hist, totals, js, f_s, b_s)
-        mid = starts[js] + n_left
-        starts = np.column_stack([starts[js], mid]).ravel()
-        ends = np.column_stack([mid, ends[js]]).ravel()
-        parent_hist = hist if js.size == hist.shape[0] else hist[js]
-        hist = (_child_histograms(data, stats, order, starts, ends, parent_hist, hist_shape)
+            js = np.flatnonzero(split)
+            f_s, b_s, s_s, e_s = feat[js], bin_[js], starts[js], ends[js]
+        else:
+            js = np.arange(node_ids.size)
+            f_s, b_s, s_s, e_s = feat, bin_, starts, ends
+        n_left = _partition(data, order, s_s, e_s, f_s, b_s)
+        node_ids = nodes.split(node_ids[js], f_s, b_s, mapper, depth + 1)
+        totals = child_totals(hist, totals, js, f_s, b_s)
+        mid = s_s + n_left
+        starts = np.empty(2 * js.size, dtype=np.int64)
+        ends = np.empty(2 * js.size, dtype=np.int64)
+        starts[0::2], starts[1::2] = s_s, mid
+        ends[0::2], ends[1::2] = mid, e_s
+        hist = (_child_histograms(data, stats, order, starts, ends, hist, js, hist_shape,
+                                  columns)
                 if depth + 1 < max_depth else None)
 
     ids, leaf_totals, leaf_start, leaf_end = leaves.arrays(k_stats)
+    depth_arr = nodes.depth_array()
     lctx = LeafContext(
         totals=leaf_totals,
         n_rows=leaf_end - leaf_start,
-        depth=np.asarray([builder.depth[i] for i in ids], dtype=np.int64),
+        depth=depth_arr[ids].astype(np.int64),
         node_ids=ids,
         rng=rng,
         accountant=accountant,
         label=label,
     )
     values = np.asarray(leaf_policy(lctx), dtype=np.float64).reshape(ids.size, n_outputs)
-    for i, node in enumerate(ids):
-        builder.set_value(int(node), values[i])
-    return GrownTree(tree=builder.build(), bins=np.asarray(bins, dtype=np.int64), order=order,
+    tree, bins = nodes.build(ids, values, n_outputs, depth_arr)
+    return GrownTree(tree=tree, bins=bins, order=order,
                      leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
+
+
+class _NodeTable:
+    """The nodes of a level-wise tree, recorded one depth at a time."""
+
+    def __init__(self) -> None:
+        self.n_nodes = 1
+        self.level_sizes = [1]
+        self.parents: list[np.ndarray] = []
+        self.feats: list[np.ndarray] = []
+        self.bins: list[np.ndarray] = []
+        self.thresholds: list[np.ndarray] = []
+        self.first_child: list[np.ndarray] = []
+
+    def split(self, parents, feats, bins_, mapper: BinMapper, child_depth: int) -> np.ndarray:
+        """Turn ``parents`` into numeric splits; returns the child ids (left, right, ...)."""
+        n = parents.size
+        children = self.n_nodes + np.arange(2 * n, dtype=np.int64)
+        thr = mapper.thresholds
+        self.thresholds.append(np.array(
+            [thr[f][b] for f, b in zip(feats.tolist(), bins_.tolist(), strict=True)],
+            dtype=np.float64))
+        self.parents.append(parents)
+        self.feats.append(feats)
+        self.bins.append(bins_)
+        self.first_child.append(children[0::2])
+        self.n_nodes += 2 * n
+        self.level_sizes.append(2 * n)
+        return children
+
+    def depth_array(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.level_sizes), dtype=np.int32), self.level_sizes)
+
+    def build(self, leaf_ids, leaf_values, n_outputs: int, depth) -> tuple[ArrayTree, np.ndarray]:
+        n = self.n_nodes
+        kind = np.zeros(n, dtype=np.int8)  # LEAF
+        feature = np.full(n, -1, dtype=np.int32)
+        threshold = np.full(n, np.nan)
+        child_start = np.full(n, -1, dtype=np.int32)
+        n_children = np.zeros(n, dtype=np.int32)
+        bins = np.full(n, -1, dtype=np.int64)
+        if self.parents:
+            p = np.concatenate(self.parents)
+            kind[p] = NUMERIC
+            feature[p] = np.concatenate(self.feats)
+            threshold[p] = np.concatenate(self.thresholds)
+            child_start[p] = np.concatenate(self.first_child)
+            n_children[p] = 2
+            bins[p] = np.concatenate(self.bins)
+        value = np.zeros((n, n_outputs))
+        value[leaf_ids] = leaf_values
+        tree = ArrayTree(kind=kind, feature=feature, threshold=threshold,
+                         child_start=child_start, n_children=n_children, value=value,
+                         depth=depth)
+        return tree, bins
 
 
 class _LeafCollector:
@@ -266,35 +337,16 @@ class _LeafCollector:
         return ids.astype(np.int64), totals.reshape(-1, k_stats), starts, ends
 
 
-def _split_nodes(builder: TreeBuilder, bins: list[int], mapper: BinMapper, parents, feats,
-                 bins_) -> np.ndarray:
-    """Turn ``parents`` into numeric splits; returns the child ids (left, right, ...)."""
-    children = np.empty(2 * parents.size, dtype=np.int64)
-    for i in range(parents.size):
-        f, b, node = int(feats[i]), int(bins_[i]), int(parents[i])
-        children[2 * i], children[2 * i + 1] = builder.split_numeric(
-            node, f, mapper.threshold(f, b))
-        bins[node] = b
-        bins.extend((-1, -1))
-    return children
-
-
-def _child_totals(hist, totals, js, feats, bins_) -> np.ndarray:
-    """Children totals (left, right interleaved) of the split nodes ``js`` from their
-    histograms: left = bins ``<= b`` of feature ``f``."""
-    k_stats = totals.shape[1]
-    left = np.cumsum(hist[js, feats], axis=1)[np.arange(js.size), bins_]
-    return np.stack([left, totals[js] - left], axis=1).reshape(-1, k_stats)
-
-
-def _child_histograms(data, stats, order, starts, ends, parent_hist, hist_shape) -> np.ndarray:
+def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_index,
+                      hist_shape, columns=None) -> np.ndarray:
     """Histograms of all children: build the smaller child of each split, get its
-    sibling as parent minus child (the "subtraction trick")."""
+    sibling as parent minus child (the "subtraction trick"); split ``i`` is node
+    ``parent_index[i]`` of ``parent_hist``."""
     n_split = starts.size // 2
     sizes = (ends - starts).reshape(n_split, 2)
     small = 2 * np.arange(n_split) + np.argmin(sizes, axis=1)  # ties: build the left
     big = small ^ 1
     out = np.empty((2 * n_split, *hist_shape))
-    _build_into(data, stats, order, starts[small], ends[small], out, small)
-    subtract_siblings(parent_hist, out, small, big)
+    _build_into(data, stats, order, starts[small], ends[small], out, small, columns)
+    subtract_siblings(parent_hist, out, small, big, parent_index)
     return out
