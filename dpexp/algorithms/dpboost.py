@@ -45,7 +45,7 @@ from dpexp.algorithms.gbdt_common import (
     staged_raw_predict,
     unscale_labels,
 )
-from dpexp.algorithms.labels import binary_classes, labels_from_score, pm1_targets
+from dpexp.algorithms.labels import BinaryScoreClassifierMixin
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, record_partition
@@ -317,26 +317,8 @@ class _NPMixin:
                        "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}
 
 
-class _ClassifierPart(ClassifierMixin):
+class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
     """Binary classification with square loss on labels mapped to {-1, +1} (Section 4)."""
-
-    def _fit_targets(self, X, y):
-        self.classes_ = binary_classes(y)
-        return pm1_targets(y, self.classes_)
-
-    def decision_function(self, X) -> np.ndarray:
-        """The raw ensemble score F(x); predicts ``classes_[1]`` when F(x) > 0."""
-        return self._decision(X)
-
-    def predict(self, X) -> np.ndarray:
-        check_is_fitted(self, "trees_")
-        return labels_from_score(self.classes_, self._decision(X))
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        """Predicted classes after each tree."""
-        check_is_fitted(self, "trees_")
-        for F in self._staged_decision(X):
-            yield labels_from_score(self.classes_, F)
 
     def staged_decision_function(self, X) -> Iterator[np.ndarray]:
         yield from self._staged_decision(X)

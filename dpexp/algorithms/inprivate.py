@@ -72,7 +72,7 @@ from dpexp.algorithms.gbdt_common import (
     scale_labels,
     unscale_labels,
 )
-from dpexp.algorithms.labels import binary_classes, labels_from_score, pm1_targets
+from dpexp.algorithms.labels import BinaryScoreClassifierMixin
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism, record_partition
@@ -751,18 +751,10 @@ class _InPrivateBase(BaseEstimator):
         return F
 
 
-class _ClassifierPart(ClassifierMixin):
+class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
     """Binary classification, labels mapped to {-1, +1} (Section V-A)."""
 
     _task = "classification"
-
-    def _fit_targets(self, X, y):
-        self.classes_ = binary_classes(y)
-        return pm1_targets(y, self.classes_)
-
-    def decision_function(self, X) -> np.ndarray:
-        """The ensemble score f(x); predicts ``classes_[1]`` when f(x) > 0 (Eq. 9)."""
-        return self._decision(X)
 
     def predict_proba(self, X) -> np.ndarray:
         """Eq. (9): ``P_+ = 1 / (1 + exp(-2 f(x)))``."""
@@ -772,16 +764,6 @@ class _ClassifierPart(ClassifierMixin):
         if self.classes_.size == 1:
             return np.ones((F.size, 1))
         return np.column_stack([1.0 - p, p])
-
-    def predict(self, X) -> np.ndarray:
-        check_is_fitted(self, "trees_")
-        return labels_from_score(self.classes_, self._decision(X))
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        """Predicted classes after each tree of the ensemble."""
-        check_is_fitted(self, "trees_")
-        for F in self._staged_decision(X):
-            yield labels_from_score(self.classes_, F)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

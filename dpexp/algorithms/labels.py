@@ -27,3 +27,34 @@ def pm1_targets(y, classes: np.ndarray) -> np.ndarray:
 def labels_from_score(classes: np.ndarray, F: np.ndarray) -> np.ndarray:
     """``classes[1]`` where ``F > 0`` (``classes[0]`` with a single class)."""
     return classes[(np.asarray(F) > 0).astype(int) * (classes.size - 1)]
+
+
+class BinaryScoreClassifierMixin:
+    """Binary classifier over an ensemble score F(x), labels as ``{-1, +1}`` targets.
+
+    The estimator provides ``_decision(X)`` and ``_staged_decision(X)`` (a generator after
+    each tree) and a fitted ``trees_``; this mixin turns them into scikit-learn's
+    ``decision_function``, ``predict`` and ``staged_predict``.
+    """
+
+    def _fit_targets(self, X, y):  # noqa: ARG002 - X kept for subclasses' signatures
+        self.classes_ = binary_classes(y)
+        return pm1_targets(y, self.classes_)
+
+    def decision_function(self, X) -> np.ndarray:
+        """The ensemble score F(x); predicts ``classes_[1]`` where F(x) > 0."""
+        return self._decision(X)
+
+    def predict(self, X) -> np.ndarray:
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "trees_")
+        return labels_from_score(self.classes_, self._decision(X))
+
+    def staged_predict(self, X):
+        """Predicted classes after each tree of the ensemble."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "trees_")
+        for F in self._staged_decision(X):
+            yield labels_from_score(self.classes_, F)
