@@ -36,14 +36,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.gbdt_common import (
+    ScaledScoreRegressorMixin,
     apply_tree,
     make_bin_mapper,
     prepare_predict_matrix,
     raw_predict,
-    resolve_label_domain,
-    scale_labels,
     staged_raw_predict,
-    unscale_labels,
 )
 from dpexp.algorithms.labels import BinaryScoreClassifierMixin
 from dpexp.algorithms.registry import AlgorithmInfo
@@ -330,26 +328,13 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
         return tags
 
 
-class _RegressorPart(RegressorMixin):
+class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
     """Regression with labels scaled to [-1, 1] by the public label domain (Section 4)."""
 
     def _fit_targets(self, X, y):
-        y = np.asarray(y, dtype=np.float64)
         if self.loss != "square":
             raise ValueError("regression supports loss='square' only")
-        (lo, hi), _ = resolve_label_domain(self.label_domain, y, private=self._private)
-        self.label_domain_ = (lo, hi)
-        return scale_labels(y, lo, hi)
-
-    def predict(self, X) -> np.ndarray:
-        """Predictions on the original label scale."""
-        check_is_fitted(self, "trees_")
-        return unscale_labels(self._decision(X), *self.label_domain_)
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        check_is_fitted(self, "trees_")
-        for F in self._staged_decision(X):
-            yield unscale_labels(F, *self.label_domain_)
+        return super()._fit_targets(X, y)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

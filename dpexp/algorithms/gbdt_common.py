@@ -51,6 +51,37 @@ def resolve_label_domain(label_domain, y, *, private: bool) -> tuple[tuple[float
     return (float(np.min(y)), float(np.max(y))), True
 
 
+
+class ScaledScoreRegressorMixin:
+    """Regression on labels scaled to [-1, 1] by the public label domain; predictions are
+    mapped back to the original scale (Li et al. 2020, Section 4; Zhao et al. 2018, VII-A).
+
+    The estimator provides ``label_domain``, ``_private``, ``_decision(X)``,
+    ``_staged_decision(X)`` and a fitted ``trees_``.
+    """
+
+    def _fit_targets(self, X, y):  # noqa: ARG002 - X kept for subclasses' signatures
+        y = np.asarray(y, dtype=np.float64)
+        (lo, hi), _ = resolve_label_domain(self.label_domain, y, private=self._private)
+        self.label_domain_ = (lo, hi)
+        return scale_labels(y, lo, hi)
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions on the original label scale."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "trees_")
+        return unscale_labels(self._decision(X), *self.label_domain_)
+
+    def staged_predict(self, X) -> Iterator[np.ndarray]:
+        """Predictions on the original label scale after each tree."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "trees_")
+        for F in self._staged_decision(X):
+            yield unscale_labels(F, *self.label_domain_)
+
+
 def make_bin_mapper(
     X, *, binning, feature_domain, categorical_features, n_categories, max_bins, private
 ) -> tuple[BinMapper, bool]:

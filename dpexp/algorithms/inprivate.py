@@ -65,12 +65,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.gbdt_common import (
+    ScaledScoreRegressorMixin,
     apply_tree,
     make_bin_mapper,
     prepare_predict_matrix,
-    resolve_label_domain,
-    scale_labels,
-    unscale_labels,
 )
 from dpexp.algorithms.labels import BinaryScoreClassifierMixin
 from dpexp.algorithms.registry import AlgorithmInfo
@@ -772,24 +770,11 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
         return tags
 
 
-class _RegressorPart(RegressorMixin):
+class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
     """Regression, labels scaled to [-1, 1] with the public label domain (Section VII-A)."""
 
     _task = "regression"
 
-    def _fit_targets(self, X, y):
-        y = np.asarray(y, dtype=np.float64)
-        (lo, hi), _ = resolve_label_domain(self.label_domain, y, private=self._private)
-        self.label_domain_ = (lo, hi)
-        return scale_labels(y, lo, hi)
-
-    def predict(self, X) -> np.ndarray:
-        """Predictions on the original label scale."""
-        return unscale_labels(self._decision(X), *self.label_domain_)
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        for F in self._staged_decision(X):
-            yield unscale_labels(F, *self.label_domain_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
