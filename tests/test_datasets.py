@@ -166,6 +166,21 @@ def test_folder_mirror_works(tmp_path, monkeypatch, shared_datasets):
     assert path.exists()
 
 
+def test_mirror_may_be_a_path_and_a_missing_file_is_a_clear_error(tmp_path, monkeypatch,
+                                                                  shared_datasets):
+    from pathlib import Path
+
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(tmp_path))
+    (path,) = download.fetch_dataset(get_dataset_info("nursery"), mirror=Path(shared_datasets),
+                                     progress=False)
+    assert path.exists()
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(tmp_path / "fresh"))  # nothing cached yet
+    with pytest.raises(DatasetError, match="could not download"):
+        load_dataset("nursery", mirror=empty)
+
+
 def test_local_only_dataset_gives_instructions(tmp_path, monkeypatch):
     monkeypatch.setenv("DPEXP_DATA_DIR", str(tmp_path))
     with pytest.raises(DatasetError, match="cannot be downloaded publicly"):

@@ -30,9 +30,11 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def mirror_setting(mirror: str | None = None) -> str | None:
+def mirror_setting(mirror: str | os.PathLike | None = None) -> str | None:
+    """The mirror to use (a folder or an http(s) base URL): ``mirror`` or
+    ``$DPEXP_DATA_MIRROR``; a ``Path`` is accepted as well as a string."""
     value = mirror if mirror is not None else os.environ.get("DPEXP_DATA_MIRROR")
-    return value or None
+    return os.fspath(value) if value else None
 
 
 class _RichBar:

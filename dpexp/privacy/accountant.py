@@ -155,8 +155,16 @@ class Accountant:
         return self._stack[-1].path
 
     # ------------------------------------------------------------------ spending
-    def spend(self, epsilon: float, *, what: str, delta: float = 0.0, **info: Any) -> int:
+    def spend(
+        self, epsilon: float, *, what: str, delta: float = 0.0, releases: int = 1, **info: Any
+    ) -> int:
         """Record one release costing (``epsilon``, ``delta``) in the current scope.
+
+        ``releases = k > 1`` records ``k`` releases of (``epsilon``, ``delta``) each on
+        pairwise *disjoint* records (e.g. the split of every node of one tree depth) as one
+        ledger entry: parallel composition makes them cost (``epsilon``, ``delta``)
+        together, exactly as ``k`` spends inside a ``parallel`` scope would, at the cost
+        of one spend (the entry carries ``"releases": k``).
 
         Raises ``BudgetExceededError`` (and records nothing) when the composed total
         would exceed the budget. Extra keyword ``info`` (e.g. ``mechanism="laplace"``,
@@ -169,6 +177,8 @@ class Accountant:
         dlt = _check_delta_spend(delta)
         if not isinstance(what, str) or not what:
             raise ValueError("what must be a non-empty string describing the release")
+        if isinstance(releases, bool) or not isinstance(releases, int) or releases < 1:
+            raise ValueError(f"releases must be an integer >= 1, got {releases!r}")
         total_eps, total_delta = self._root_cost((eps, dlt))
         if (
             total_eps > self.epsilon * (1 + REL_TOL)
@@ -197,6 +207,8 @@ class Accountant:
             "scope": list(top.path),
             "scope_kinds": list(top.kinds),
         }
+        if releases > 1:
+            entry["releases"] = releases
         entry.update(info)
         self._entries.append(entry)
         return entry["index"]
@@ -217,7 +229,7 @@ class Accountant:
             "delta_budget": self.delta,
             "epsilon_spent": self.epsilon_spent,
             "delta_spent": self.delta_spent,
-            "n_releases": len(self._entries),
+            "n_releases": sum(e.get("releases", 1) for e in self._entries),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -236,5 +248,5 @@ class Accountant:
         return (
             f"Accountant(epsilon={self.epsilon:g}, delta={self.delta:g}; spent "
             f"epsilon={self.epsilon_spent:.6g}, delta={self.delta_spent:.3g}, "
-            f"{len(self._entries)} releases)"
+            f"{self.summary()['n_releases']} releases)"
         )

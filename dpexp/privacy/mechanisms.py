@@ -23,6 +23,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numba import njit
 from scipy.special import log_ndtr, ndtr
 
 from dpexp.errors import check_epsilon
@@ -215,21 +216,60 @@ def gaussian_mechanism(
 # --------------------------------------------------------------------------- selection
 
 
-def _gumbel_argmax(logits: np.ndarray, rng: Rng, size: int | None) -> Any:
-    """Sample ``i`` with P(i) ∝ exp(logits_i) along the last axis (Gumbel-max trick).
+@njit(cache=True, nogil=True)
+def _inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
+    """``out[m, r]``: draw ``m`` of row ``r`` of ``x (R, k)`` with P(i) ∝ exp(scale * x_ri),
+    from ``uniforms[m, r]`` in [0, 1). See :func:`_sample_from_logits`."""
+    n_rows, k = x.shape
+    cum = np.empty(k)
+    for r in range(n_rows):
+        top = -np.inf
+        for i in range(k):
+            if x[r, i] > top:  # NaN never compares greater: it gets weight 0
+                top = x[r, i]
+        acc = 0.0
+        last = k - 1
+        for i in range(k):
+            z = (x[r, i] - top) * scale
+            w = np.exp(z) if z == z else 0.0  # -inf -> 0, NaN -> 0
+            acc += w
+            cum[i] = acc
+            if w > 0.0:
+                last = i
+        for m in range(uniforms.shape[0]):
+            target = uniforms[m, r] * acc
+            lo = 0
+            hi = k  # first i with cum[i] > target: binary search on the non-decreasing cum
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] > target:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            # target can round up to acc: fall back on the last candidate with weight > 0
+            out[m, r] = lo if lo < k else last
 
-    ``logits`` may contain -inf (probability 0) but no NaN. Shifting by the row maximum
-    keeps every finite logit <= 0, so nothing overflows; exact ties are broken uniformly
-    at random by the continuous Gumbel noise.
+
+def _sample_from_logits(x: np.ndarray, scale: float, rng: Rng, size: int | None) -> Any:
+    """Sample ``i`` with P(i) ∝ exp(scale * x_i) along the last axis, by inverse CDF.
+
+    Log-sum-exp form: each row is shifted by its maximum, so the weights
+    ``w_i = exp(scale * (x_i - max x))`` lie in [0, 1] with one equal to 1 and nothing
+    overflows whatever the utilities' size; ``-inf`` (and NaN) entries get weight 0. One
+    uniform ``U`` per draw picks the first ``i`` whose cumulative weight exceeds
+    ``U * sum(w)``: the same distribution as Gumbel-max (exactly equal utilities get
+    exactly equal probabilities) for one random number per draw instead of one per
+    candidate, in one compiled pass per row. A weight below ``2**-53`` of the running
+    total adds nothing, i.e. has probability zero -- as under Gumbel-max, whose noise never
+    exceeds ~37 in double precision.
     """
-    if size is not None:
-        if int(size) < 0:
-            raise ValueError(f"size must be >= 0, got {size!r}")
-        logits = np.broadcast_to(logits, (int(size), *logits.shape))
-    top = np.max(logits, axis=-1, keepdims=True)
-    shifted = logits - top
-    noisy = shifted + rng.gumbel(0.0, 1.0, size=shifted.shape)
-    choice = np.argmax(noisy, axis=-1)
+    batch = x.shape[:-1]
+    rows = np.ascontiguousarray(x, dtype=np.float64).reshape(-1, x.shape[-1])
+    n_draws = 1 if size is None else int(size)
+    u = np.asarray(rng.random(size=(n_draws, rows.shape[0])), dtype=np.float64)
+    out = np.empty((n_draws, rows.shape[0]), dtype=np.int64)
+    _inverse_cdf_rows(rows, float(scale), u, out)
+    choice = out.reshape((n_draws, *batch)) if size is not None else out.reshape(batch)
     return int(choice) if choice.ndim == 0 else choice
 
 
@@ -250,18 +290,15 @@ def exponential_mechanism(
     ``sensitivity`` (McSherry & Talwar 2007; Li et al. 2020 Theorem 2 / Eq. 8; Fletcher &
     Islam 2017 Definition 4 / Eq. 2). DPBoost uses it for splits with
     sensitivity 3 g*^2 (Li et al. Lemma 1). Numerically safe for utilities of any finite
-    size (log-space, Gumbel-max); ties are uniformly broken.
+    size (log-sum-exp, inverse CDF with one uniform per draw); ties are uniformly
+    broken.
     """
     epsilon = check_epsilon(epsilon)
     sensitivity = check_sensitivity(sensitivity, allow_zero=False)
     rng = check_rng(rng)
     u = _utility_array(utility, "utility")
     size = _check_size(size)
-    scale = epsilon / (2.0 * sensitivity)
-    with np.errstate(over="ignore", invalid="ignore"):
-        logits = (u - np.max(u, axis=-1, keepdims=True)) * scale
-    logits = np.where(np.isnan(logits), -np.inf, logits)
-    return _gumbel_argmax(logits, rng, size)
+    return _sample_from_logits(u, epsilon / (2.0 * sensitivity), rng, size)
 
 
 def report_noisy_max_one_sided(
@@ -282,7 +319,8 @@ def report_noisy_max_one_sided(
     remark). **Valid only for add/remove neighbours**: under substitution two counts move
     in opposite directions and the guarantee becomes 2 * epsilon.
 
-    ``noise="gumbel"`` samples exactly the distribution above. ``noise="exponential"``
+    ``noise="gumbel"`` samples exactly the distribution above (the law of Gumbel-max,
+    drawn by inverse CDF). ``noise="exponential"``
     adds one-sided Exp(1/epsilon) noise to each count and reports the arg-max (report
     one-sided noisy arg-max proper, equal in law to permute-and-flip, McKenna & Sheldon
     2020; Ding et al. 2021); it is also epsilon-DP for monotone counts.
@@ -294,9 +332,7 @@ def report_noisy_max_one_sided(
         raise ValueError("counts must be >= 0")
     size = _check_size(size)
     if noise == "gumbel":
-        with np.errstate(over="ignore", invalid="ignore"):
-            logits = (c - np.max(c, axis=-1, keepdims=True)) * epsilon
-        return _gumbel_argmax(logits, rng, size)
+        return _sample_from_logits(c, epsilon, rng, size)
     if noise == "exponential":
         shape = c.shape if size is None else (size, *c.shape)
         noisy = c + rng.exponential(1.0 / epsilon, size=shape)
@@ -331,4 +367,4 @@ def smooth_sensitivity_leaf_2017(
     # epsilon * u / (2 exp(-j epsilon)) = u * epsilon * exp(j epsilon) / 2, capped so
     # exp does not overflow (the winner is then chosen with probability 1 either way).
     logits = u * (epsilon / 2.0) * np.exp(np.minimum(j * epsilon, 700.0))
-    return _gumbel_argmax(logits, rng, size)
+    return _sample_from_logits(logits, 1.0, rng, size)

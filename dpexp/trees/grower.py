@@ -38,7 +38,6 @@ from dpexp.trees.histogram import (
     node_totals,
     partition_dense,
     partition_sparse,
-    rowsparse_hist_into,
     subtract_siblings,
 )
 from dpexp.trees.tree import NUMERIC, ArrayTree
@@ -141,7 +140,7 @@ class GrownTree:
                         t.child_start.astype(np.int64), value, float(scale), scores)
 
 
-def _build_into(data: BinnedData, stats, order, starts, ends, out, slots, columns=None) -> None:
+def _build_into(data: BinnedData, stats, order, starts, ends, out, slots, scratch=None) -> None:
     """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``."""
     if data.is_sparse:
         out[slots] = build_hist_sparse(
@@ -149,11 +148,8 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots, column
             data.n_rows, out.shape[2],
         )
         return
-    rs = data.row_sparse()
-    if rs is not None:
-        rowsparse_hist_into(rs, stats, order, starts, ends, out, slots, columns=columns)
-    else:
-        dense_hist_into(data.codes, stats, order, starts, ends, out, slots, columns=columns)
+    dense_hist_into(data.codes, stats, order, starts, ends, out, slots,
+                    sparse_codes=data.sparse_codes(), scratch=scratch)
 
 
 def _partition(data: BinnedData, order, starts, ends, features, bins) -> np.ndarray:
@@ -193,8 +189,8 @@ def grow_tree(
     k_stats = stats.shape[1]
     order = np.asarray(rows, dtype=np.int64)
     order = order.copy() if is_sorted(order) else np.sort(order)
-    columns = ((np.ascontiguousarray(stats[:, 0]), np.ascontiguousarray(stats[:, 1]))
-               if k_stats == 2 and not data.is_sparse else None)
+    # statistics gathered in row order for the dense kernels, reused at every depth
+    scratch = None if data.is_sparse else np.empty((k_stats, order.size))
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -207,7 +203,7 @@ def grow_tree(
     if max_depth > 0:
         hist = np.empty((1, *hist_shape))
         _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64),
-                    columns)
+                    scratch)
     leaves = _LeafCollector()
 
     for depth in range(max_depth + 1):
@@ -245,7 +241,7 @@ def grow_tree(
         starts[0::2], starts[1::2] = s_s, mid
         ends[0::2], ends[1::2] = mid, e_s
         hist = (_child_histograms(data, stats, order, starts, ends, hist, js, hist_shape,
-                                  columns)
+                                  scratch)
                 if depth + 1 < max_depth else None)
 
     ids, leaf_totals, leaf_start, leaf_end = leaves.arrays(k_stats)
@@ -338,7 +334,7 @@ class _LeafCollector:
 
 
 def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_index,
-                      hist_shape, columns=None) -> np.ndarray:
+                      hist_shape, scratch=None) -> np.ndarray:
     """Histograms of all children: build the smaller child of each split, get its
     sibling as parent minus child (the "subtraction trick"); split ``i`` is node
     ``parent_index[i]`` of ``parent_hist``."""
@@ -347,6 +343,6 @@ def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_inde
     small = 2 * np.arange(n_split) + np.argmin(sizes, axis=1)  # ties: build the left
     big = small ^ 1
     out = np.empty((2 * n_split, *hist_shape))
-    _build_into(data, stats, order, starts[small], ends[small], out, small, columns)
+    _build_into(data, stats, order, starts[small], ends[small], out, small, scratch)
     subtract_siblings(parent_hist, out, small, big, parent_index)
     return out

@@ -6,20 +6,19 @@ of the current level owns ``order[starts[j]:ends[j]]``. Histograms have shape
 ``K`` per-row statistics (``stats (n, K)``, e.g. gradient and hessian, or one-hot class
 counts).
 
-Three data layouts are supported:
+Two data layouts are supported:
 
-* dense ``codes (n, d)``: tasks are (node, block of features), so every task writes its
-  own slice of the histogram (no atomics, deterministic sums);
-* "row-sparse" dense codes (:class:`dpexp.trees.binning.RowSparseCodes`): only the
-  entries that differ from each feature's default bin are scanned row by row and the
-  default bin is obtained by subtraction from the node totals -- for one-hot/binary data
-  such as adult (14 of 123 features non-zero per row) this is ~9x less work;
+* dense ``codes (n, d)``, column-major, with exclusive bundles or row-sparse lists
+  (:class:`dpexp.trees.binning.SparseFeatureCodes`) for its binary/one-hot columns, whose
+  default bin comes by subtraction from the node totals -- adult's 123 columns cost 14
+  column updates per row (see the "dense" section);
 * column-compressed sparse input: column scans with the zero bin by subtraction.
 
 Every parallel kernel has a serial twin: the grower calls the parallel one only when a
 call has enough work (:data:`PARALLEL_MIN_WORK`), because a fork/join of the thread pool
 costs more than small builds (and much more when other processes share the cores). Sums
-are done in a fixed order for a given number of threads, so results are deterministic.
+run in an order fixed by the data, not by the number of threads, so results are
+deterministic and the same with one thread or many.
 """
 
 from __future__ import annotations
@@ -28,155 +27,207 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-FEATURE_BLOCK = 16
+from dpexp.trees.binning import BUNDLE_VALUES
+
+FEATURE_BLOCK = 64
 # Elementary updates below which a kernel runs on one thread. Measured on the 2-core
 # bench machine: a fork/join of numba's pool, and the less optimised code numba emits
 # inside prange bodies, only pay off for builds of this size (~10 ms of serial work).
 PARALLEL_MIN_WORK = 1 << 24
+# The dense histogram kernel splits even one node into (node, features) tasks, so it can
+# go parallel much earlier than the others: from ~1M column updates (the root of a
+# covtype-sized table; cod-rna's 480k-update root measured no faster on two threads).
+HIST_PARALLEL_MIN_WORK = 1 << 20
 
 
-def use_parallel(work: int) -> bool:
-    """Whether a call with ``work`` elementary updates should use the thread pool."""
-    return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
+def use_parallel(work: int, threshold: int | None = None) -> bool:
+    """Whether a call with ``work`` elementary updates should use the thread pool
+    (``threshold`` defaults to :data:`PARALLEL_MIN_WORK`)."""
+    limit = PARALLEL_MIN_WORK if threshold is None else threshold
+    return work >= limit and numba.get_num_threads() > 1
 
 
 def feature_block(n_features: int) -> int:
-    """Features per dense histogram task: a few tasks per thread, at least 16 features
-    (so a task reads whole cache lines of a row) and at most 64 (so its slice of the
-    histogram, 64 x 255 x 2 float64, stays in the L2 cache)."""
+    """Features per dense histogram task: even (the kernel reads features in pairs and
+    fours), about four tasks per thread for one node, at most ``FEATURE_BLOCK``."""
     per_task = -(-n_features // (4 * numba.get_num_threads()))
-    return int(min(64, max(FEATURE_BLOCK, per_task)))
+    return int(min(FEATURE_BLOCK, max(2, per_task + per_task % 2)))
 
 
 # ----------------------------------------------------------------------------- dense
+#
+# Dense codes are stored column-major (``BinnedData.codes`` is Fortran-ordered). The
+# node's statistics are first gathered in row order (``ordered[k, p] = stats[order[p],
+# k]``), then up to three kinds of task run side by side:
+#
+# * (node, block of dense features): four features per pass over the node's rows, so one
+#   read of ``order`` and of the statistics serves four histograms (16 KiB, in L1) and
+#   runs of rows falling into one bin -- common when rows are sorted -- make four short
+#   dependency chains instead of one long one (measured 1.3-1.6 ns per update, against
+#   3-3.7 ns feature by feature or row by row);
+# * (node, block of exclusive bundles) of the sparse features
+#   (:class:`~dpexp.trees.binning.SparseFeatureCodes`): the same kernel on the bundle
+#   columns, into a per-node buffer that is then unpacked into the members' histograms;
+# * or (node, chunk of rows) over row-sparse lists of the sparse features: only the
+#   non-default entries are scanned, into a per-chunk buffer; a node's chunks are then
+#   added up in chunk order.
+#
+# Sparse features get their default bin as the node total minus their other bins. Every
+# sum runs in an order fixed by the data alone (rows in ``order`` order, chunks of
+# ``SPARSE_CHUNK_ROWS``), never by the number of threads, so the serial and the parallel
+# kernels give bit-identical histograms.
+
+SPARSE_CHUNK_ROWS = 8192
 
 
 @njit(cache=True, nogil=True)
-def _dense_task(codes, stats, order, s, e, f0, f1, h):  # pragma: no cover
-    """Accumulate rows ``order[s:e]`` of features ``f0:f1`` into ``h (d, B, K)``."""
-    k_stats = stats.shape[1]
-    for f in range(f0, f1):
+def _gather(stats, order, s, e, ordered):  # pragma: no cover
+    """``ordered[k, p] = stats[order[p], k]`` for ``p`` in ``s:e``."""
+    for p in range(s, e):
+        r = order[p]
+        for k in range(stats.shape[1]):
+            ordered[k, p] = stats[r, k]
+
+
+@njit(cache=True, nogil=True)
+def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h):  # pragma: no cover
+    """Histograms ``h[f] (B, K)`` of the features ``f in feats[i0:i1]`` over the rows
+    ``order[s:e]``."""
+    k_stats = ordered.shape[0]
+    for i in range(i0, i1):
+        f = feats[i]
         for b in range(h.shape[1]):
             for k in range(k_stats):
                 h[f, b, k] = 0.0
-    for p in range(s, e):
-        r = order[p]
-        for f in range(f0, f1):
-            b = codes[r, f]
+    i = i0
+    if k_stats == 2:
+        og = ordered[0]
+        oh = ordered[1]
+        while i + 4 <= i1:
+            fa, fb, fc, fd = feats[i], feats[i + 1], feats[i + 2], feats[i + 3]
+            for p in range(s, e):
+                r = order[p]
+                gp = og[p]
+                hp = oh[p]
+                ba = codes[r, fa]
+                bb = codes[r, fb]
+                bc = codes[r, fc]
+                bd = codes[r, fd]
+                h[fa, ba, 0] += gp
+                h[fa, ba, 1] += hp
+                h[fb, bb, 0] += gp
+                h[fb, bb, 1] += hp
+                h[fc, bc, 0] += gp
+                h[fc, bc, 1] += hp
+                h[fd, bd, 0] += gp
+                h[fd, bd, 1] += hp
+            i += 4
+        if i + 2 <= i1:
+            fa, fb = feats[i], feats[i + 1]
+            for p in range(s, e):
+                r = order[p]
+                gp = og[p]
+                hp = oh[p]
+                ba = codes[r, fa]
+                bb = codes[r, fb]
+                h[fa, ba, 0] += gp
+                h[fa, ba, 1] += hp
+                h[fb, bb, 0] += gp
+                h[fb, bb, 1] += hp
+            i += 2
+        while i < i1:  # the last feature, still without an inner k loop
+            f = feats[i]
+            for p in range(s, e):
+                b = codes[order[p], f]
+                h[f, b, 0] += og[p]
+                h[f, b, 1] += oh[p]
+            i += 1
+    for ii in range(i, i1):
+        f = feats[ii]
+        for p in range(s, e):
+            b = codes[order[p], f]
             for k in range(k_stats):
-                h[f, b, k] += stats[r, k]
+                h[f, b, k] += ordered[k, p]
 
 
 @njit(cache=True, nogil=True)
-def _dense_task_2(codes, g, hs, order, s, e, f0, f1, h):  # pragma: no cover
-    """:func:`_dense_task` for ``K = 2`` with the statistics as two vectors."""
-    for f in range(f0, f1):
-        for b in range(h.shape[1]):
-            h[f, b, 0] = 0.0
-            h[f, b, 1] = 0.0
-    for p in range(s, e):
+def _sparse_chunk(indptr, feat, code, ordered, order, p0, p1, buf):  # pragma: no cover
+    """``buf (S, Bs, K)``: sums over the rows ``order[p0:p1]`` of their non-default
+    entries of the row-sparse features."""
+    k_stats = ordered.shape[0]
+    buf[:] = 0.0
+    if k_stats == 2:  # the GBDT case: two scalars per row, no inner loop
+        og = ordered[0]
+        oh = ordered[1]
+        for p in range(p0, p1):
+            r = order[p]
+            gp = og[p]
+            hp = oh[p]
+            for q in range(indptr[r], indptr[r + 1]):
+                i = feat[q]
+                b = code[q]
+                buf[i, b, 0] += gp
+                buf[i, b, 1] += hp
+        return
+    for p in range(p0, p1):
         r = order[p]
-        gr = g[r]
-        hr = hs[r]
-        for f in range(f0, f1):
-            b = codes[r, f]
-            h[f, b, 0] += gr
-            h[f, b, 1] += hr
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _dense_into_par(codes, stats, order, starts, ends, out, slots, fblock):  # pragma: no cover
-    d = codes.shape[1]
-    n_fb = (d + fblock - 1) // fblock
-    for task in prange(starts.shape[0] * n_fb):
-        j = task // n_fb
-        f0 = (task % n_fb) * fblock
-        _dense_task(codes, stats, order, starts[j], ends[j], f0, min(d, f0 + fblock),
-                    out[slots[j]])
-
-
-@njit(cache=True, nogil=True)
-def _dense_into_ser(codes, stats, order, starts, ends, out, slots):  # pragma: no cover
-    for j in range(starts.shape[0]):
-        _dense_task(codes, stats, order, starts[j], ends[j], 0, codes.shape[1], out[slots[j]])
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _dense2_into_par(codes, g, hs, order, starts, ends, out, slots, fblock):  # pragma: no cover
-    d = codes.shape[1]
-    n_fb = (d + fblock - 1) // fblock
-    for task in prange(starts.shape[0] * n_fb):
-        j = task // n_fb
-        f0 = (task % n_fb) * fblock
-        _dense_task_2(codes, g, hs, order, starts[j], ends[j], f0, min(d, f0 + fblock),
-                      out[slots[j]])
-
-
-@njit(cache=True, nogil=True)
-def _dense2_into_ser(codes, g, hs, order, starts, ends, out, slots):  # pragma: no cover
-    for j in range(starts.shape[0]):
-        _dense_task_2(codes, g, hs, order, starts[j], ends[j], 0, codes.shape[1], out[slots[j]])
-
-
-def _stat_columns(stats, columns):
-    if columns is not None:
-        return columns
-    return np.ascontiguousarray(stats[:, 0]), np.ascontiguousarray(stats[:, 1])
-
-
-def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=FEATURE_BLOCK):
-    """Histograms of the nodes ``(starts[j], ends[j])`` over dense ``codes (n, d)``."""
-    nb = starts.shape[0]
-    out = np.empty((nb, codes.shape[1], n_bins, stats.shape[1]))
-    dense_hist_into(codes, stats, order, np.asarray(starts, dtype=np.int64),
-                    np.asarray(ends, dtype=np.int64), out, np.arange(nb), fblock)
-    return out
-
-
-def dense_hist_into(codes, stats, order, starts, ends, out, slots, fblock=None, *,
-                    columns=None) -> None:
-    """Write the histogram of node ``j`` into ``out[slots[j]]`` (dense codes).
-
-    ``columns``: optional ``(g, h)`` contiguous copies of the two columns of ``stats``
-    (a grower makes them once per tree instead of once per call)."""
-    work = int((ends - starts).sum()) * codes.shape[1]
-    fb = feature_block(codes.shape[1]) if fblock is None else int(fblock)
-    if stats.shape[1] == 2:
-        g, hs = _stat_columns(stats, columns)
-        if use_parallel(work):
-            _dense2_into_par(codes, g, hs, order, starts, ends, out, slots, fb)
-        else:
-            _dense2_into_ser(codes, g, hs, order, starts, ends, out, slots)
-    elif use_parallel(work):
-        _dense_into_par(codes, stats, order, starts, ends, out, slots, fb)
-    else:
-        _dense_into_ser(codes, stats, order, starts, ends, out, slots)
-
-
-# ----------------------------------------------------------------------------- row-sparse
-
-
-@njit(cache=True, nogil=True)
-def _rowsparse_node(indptr, feat, code, default, stats, order, s, e, h):  # pragma: no cover
-    """Histogram ``h (d, B, K)`` of rows ``order[s:e]`` from their non-default entries;
-    each feature's default bin gets the node total minus the other bins."""
-    k_stats = stats.shape[1]
-    d = h.shape[0]
-    for f in range(d):
-        for b in range(h.shape[1]):
-            for k in range(k_stats):
-                h[f, b, k] = 0.0
-    tot = np.zeros(k_stats)
-    for p in range(s, e):
-        r = order[p]
-        for k in range(k_stats):
-            tot[k] += stats[r, k]
         for q in range(indptr[r], indptr[r + 1]):
-            f = feat[q]
+            i = feat[q]
             b = code[q]
             for k in range(k_stats):
-                h[f, b, k] += stats[r, k]
-    for f in range(d):
+                buf[i, b, k] += ordered[k, p]
+
+
+@njit(cache=True, nogil=True)
+def _sparse_reduce(bufs, c0, c1, sparse_feats, default, ordered, s, e, h):  # pragma: no cover
+    """The row-sparse features' histograms of one node: its chunks ``bufs[c0:c1]`` added
+    in order, each default bin = node total - the other bins."""
+    k_stats = ordered.shape[0]
+    tot = np.zeros(k_stats)
+    for p in range(s, e):
+        for k in range(k_stats):
+            tot[k] += ordered[k, p]
+    n_bins = h.shape[1]
+    sb = bufs.shape[2]
+    for i in range(sparse_feats.shape[0]):
+        f = sparse_feats[i]
+        for b in range(n_bins):
+            for k in range(k_stats):
+                h[f, b, k] = 0.0
+        for c in range(c0, c1):
+            for b in range(sb):
+                for k in range(k_stats):
+                    h[f, b, k] += bufs[c, i, b, k]
+        z = default[f]
+        for k in range(k_stats):
+            acc = 0.0
+            for b in range(sb):
+                acc += h[f, b, k]
+            h[f, z, k] = tot[k] - acc
+
+
+@njit(cache=True, nogil=True)
+def _unpack_bundles(wb, vfeat, vcode, sparse_feats, default, ordered, s, e, h):  # pragma: no cover
+    """The sparse features' histograms of one node from its bundle histograms ``wb
+    (n_bundles, 256, K)``; each default bin = node total - the other bins."""
+    k_stats = ordered.shape[0]
+    tot = np.zeros(k_stats)
+    for p in range(s, e):
+        for k in range(k_stats):
+            tot[k] += ordered[k, p]
+    for i in range(sparse_feats.shape[0]):
+        f = sparse_feats[i]
+        for b in range(h.shape[1]):
+            for k in range(k_stats):
+                h[f, b, k] = 0.0
+    for c in range(wb.shape[0]):
+        for v in range(1, wb.shape[1]):
+            f = vfeat[c, v]
+            if f >= 0:
+                for k in range(k_stats):
+                    h[f, vcode[c, v], k] = wb[c, v, k]
+    for i in range(sparse_feats.shape[0]):
+        f = sparse_feats[i]
         z = default[f]
         for k in range(k_stats):
             acc = 0.0
@@ -185,83 +236,140 @@ def _rowsparse_node(indptr, feat, code, default, stats, order, s, e, h):  # prag
             h[f, z, k] = tot[k] - acc
 
 
-@njit(cache=True, nogil=True)
-def _rowsparse_node_2(indptr, feat, code, default, g, hs, order, s, e, h):  # pragma: no cover
-    """:func:`_rowsparse_node` for ``K = 2`` with the statistics as two vectors."""
-    d, n_bins = h.shape[0], h.shape[1]
-    for f in range(d):
-        for b in range(n_bins):
-            h[f, b, 0] = 0.0
-            h[f, b, 1] = 0.0
-    tg = 0.0
-    th = 0.0
-    for p in range(s, e):
-        r = order[p]
-        gr = g[r]
-        hr = hs[r]
-        tg += gr
-        th += hr
-        for q in range(indptr[r], indptr[r + 1]):
-            f = feat[q]
-            b = code[q]
-            h[f, b, 0] += gr
-            h[f, b, 1] += hr
-    for f in range(d):
-        sg = 0.0
-        sh = 0.0
-        for b in range(n_bins):
-            sg += h[f, b, 0]
-            sh += h[f, b, 1]
-        z = default[f]
-        h[f, z, 0] = tg - sg
-        h[f, z, 1] = th - sh
-
-
 @njit(parallel=True, cache=True, nogil=True)
-def _rowsparse_into_par(indptr, feat, code, default, stats, order, starts, ends, out,
-                        slots):  # pragma: no cover
-    for j in prange(starts.shape[0]):
-        _rowsparse_node(indptr, feat, code, default, stats, order, starts[j], ends[j],
-                        out[slots[j]])
+def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, fblock,
+              bcodes, bfeats, wb, vfeat, vcode,
+              indptr, feat, code, default, sparse_feats, chunk_p0, chunk_p1, chunk_first,
+              bufs):  # pragma: no cover
+    nb = starts.shape[0]
+    for j in prange(nb):
+        _gather(stats, order, starts[j], ends[j], ordered)
+    nf = feats.shape[0]
+    n_fb = (nf + fblock - 1) // fblock
+    n_dense = nb * n_fb
+    nbun = bfeats.shape[0]
+    n_bb = (nbun + fblock - 1) // fblock
+    n_bund = nb * n_bb
+    for t in prange(n_dense + n_bund + chunk_p0.shape[0]):
+        if t < n_dense:
+            j = t // n_fb
+            i0 = (t % n_fb) * fblock
+            _dense_features(codes, ordered, order, starts[j], ends[j], feats, i0,
+                            min(nf, i0 + fblock), out[slots[j]])
+        elif t < n_dense + n_bund:
+            u = t - n_dense
+            j = u // n_bb
+            i0 = (u % n_bb) * fblock
+            _dense_features(bcodes, ordered, order, starts[j], ends[j], bfeats, i0,
+                            min(nbun, i0 + fblock), wb[j])
+        else:
+            c = t - n_dense - n_bund
+            _sparse_chunk(indptr, feat, code, ordered, order, chunk_p0[c], chunk_p1[c], bufs[c])
+    if sparse_feats.shape[0] > 0:
+        for j in prange(nb):
+            if nbun > 0:
+                _unpack_bundles(wb[j], vfeat, vcode, sparse_feats, default, ordered,
+                                starts[j], ends[j], out[slots[j]])
+            else:
+                _sparse_reduce(bufs, chunk_first[j], chunk_first[j + 1], sparse_feats,
+                               default, ordered, starts[j], ends[j], out[slots[j]])
 
 
 @njit(cache=True, nogil=True)
-def _rowsparse_into_ser(indptr, feat, code, default, stats, order, starts, ends, out,
-                        slots):  # pragma: no cover
+def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats,
+              bcodes, bfeats, wb, vfeat, vcode,
+              indptr, feat, code, default, sparse_feats, chunk_p0, chunk_p1, chunk_first,
+              bufs):  # pragma: no cover
     for j in range(starts.shape[0]):
-        _rowsparse_node(indptr, feat, code, default, stats, order, starts[j], ends[j],
-                        out[slots[j]])
+        s, e = starts[j], ends[j]
+        _gather(stats, order, s, e, ordered)
+        _dense_features(codes, ordered, order, s, e, feats, 0, feats.shape[0], out[slots[j]])
+        if sparse_feats.shape[0] == 0:
+            continue
+        if bfeats.shape[0] > 0:
+            _dense_features(bcodes, ordered, order, s, e, bfeats, 0, bfeats.shape[0], wb[j])
+            _unpack_bundles(wb[j], vfeat, vcode, sparse_feats, default, ordered, s, e,
+                            out[slots[j]])
+        else:
+            for c in range(chunk_first[j], chunk_first[j + 1]):
+                _sparse_chunk(indptr, feat, code, ordered, order, chunk_p0[c], chunk_p1[c],
+                              bufs[c])
+            _sparse_reduce(bufs, chunk_first[j], chunk_first[j + 1], sparse_feats, default,
+                           ordered, s, e, out[slots[j]])
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def _rowsparse2_into_par(indptr, feat, code, default, g, hs, order, starts, ends, out,
-                         slots):  # pragma: no cover
-    for j in prange(starts.shape[0]):
-        _rowsparse_node_2(indptr, feat, code, default, g, hs, order, starts[j], ends[j],
-                          out[slots[j]])
+_NO_INT = np.zeros(0, dtype=np.int64)
 
 
-@njit(cache=True, nogil=True)
-def _rowsparse2_into_ser(indptr, feat, code, default, g, hs, order, starts, ends, out,
-                         slots):  # pragma: no cover
-    for j in range(starts.shape[0]):
-        _rowsparse_node_2(indptr, feat, code, default, g, hs, order, starts[j], ends[j],
-                          out[slots[j]])
+def _row_chunks(starts, ends):
+    """Chunks of ``SPARSE_CHUNK_ROWS`` positions of every node: (p0, p1, first chunk of
+    each node + total)."""
+    sizes = ends - starts
+    counts = -(-sizes // SPARSE_CHUNK_ROWS)
+    first = np.zeros(starts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    node = np.repeat(np.arange(starts.size), counts)
+    p0 = starts[node] + (np.arange(first[-1]) - first[node]) * SPARSE_CHUNK_ROWS
+    return p0, np.minimum(p0 + SPARSE_CHUNK_ROWS, ends[node]), first
 
 
-def rowsparse_hist_into(rs, stats, order, starts, ends, out, slots, *, columns=None) -> None:
-    """Write node histograms into ``out[slots[j]]`` from :class:`RowSparseCodes` ``rs``
-    (``columns`` as in :func:`dense_hist_into`)."""
-    parallel = use_parallel(int((ends - starts).sum()) * rs.mean_nnz) and starts.shape[0] > 1
-    head = (rs.indptr, rs.feature, rs.code, rs.default_bin)
-    tail = (order, starts, ends, out, slots)
-    if stats.shape[1] == 2:
-        g, hs = _stat_columns(stats, columns)
-        kernel = _rowsparse2_into_par if parallel else _rowsparse2_into_ser
-        kernel(*head, g, hs, *tail)
+def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_codes=None,
+                    scratch=None, fblock=None) -> None:
+    """Write the histogram of node ``j`` (rows ``order[starts[j]:ends[j]]``) into
+    ``out[slots[j]]`` from dense ``codes (n, d)`` (column-major is fastest).
+
+    ``sparse_codes``: the data's :class:`~dpexp.trees.binning.SparseFeatureCodes` (its
+    sparse features are histogrammed from bundles or row-sparse lists, the others from
+    ``codes``); ``scratch``: optional ``(K, len(order))`` float64 buffer for the gathered
+    statistics, reused across calls.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    nb = starts.size
+    k_stats = stats.shape[1]
+    if scratch is None or scratch.shape != (k_stats, order.shape[0]):
+        scratch = np.empty((k_stats, order.shape[0]))
+    sc = sparse_codes
+    no_u8 = np.zeros((0, 0), dtype=np.uint8, order="F")
+    bundles = (no_u8, _NO_INT, np.zeros((0, 0, 1, k_stats)), np.zeros((0, 1), dtype=np.int64),
+               np.zeros((0, 1), dtype=np.uint8))
+    lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
+    chunks = (_NO_INT, _NO_INT, np.zeros(nb + 1, dtype=np.int64), np.zeros((0, 0, 0, k_stats)))
+    if sc is None:
+        feats = np.arange(codes.shape[1], dtype=np.int64)
+        tail = (np.zeros(codes.shape[1], dtype=np.uint8), _NO_INT)
+        per_row = feats.size
     else:
-        kernel = _rowsparse_into_par if parallel else _rowsparse_into_ser
-        kernel(*head, stats, *tail)
+        feats = sc.dense_features
+        tail = (sc.default_bin, sc.sparse_features)
+        if sc.n_bundles:
+            wb = np.empty((nb, sc.n_bundles, BUNDLE_VALUES, k_stats))
+            bundles = (sc.bundle_codes, np.arange(sc.n_bundles, dtype=np.int64), wb,
+                       sc.bundle_feature, sc.bundle_code)
+            per_row = feats.size + sc.n_bundles
+        else:
+            lists = (sc.indptr, sc.feature, sc.code)
+            p0, p1, first = _row_chunks(starts, ends)
+            chunks = (p0, p1, first,
+                      np.empty((p0.size, sc.sparse_features.size, sc.sparse_bins, k_stats)))
+            per_row = feats.size + sc.mean_nnz
+    head = (codes, stats, order, starts, ends, out, slots, scratch, feats)
+    rest = (*bundles, *lists, *tail, *chunks)
+    if use_parallel(int((ends - starts).sum()) * per_row, HIST_PARALLEL_MIN_WORK):
+        fb = feature_block(max(feats.size, bundles[1].size)) if fblock is None else int(fblock)
+        _hist_par(*head, fb, *rest)
+    else:
+        _hist_ser(*head, *rest)
+
+
+def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,
+                     sparse_codes=None):
+    """Histograms ``(len(starts), d, n_bins, K)`` of the nodes over dense ``codes``."""
+    nb = np.asarray(starts).shape[0]
+    out = np.empty((nb, codes.shape[1], n_bins, stats.shape[1]))
+    dense_hist_into(codes, np.ascontiguousarray(stats, dtype=np.float64), order, starts, ends,
+                    out, np.arange(nb), sparse_codes=sparse_codes, fblock=fblock)
+    return out
 
 
 # ----------------------------------------------------------------------------- sparse CSC

@@ -87,15 +87,13 @@ class ExponentialSplit:
             none = np.full(ctx.n_nodes, -1, dtype=np.int64)
             return none, none.copy()
         util, idx = gain_utilities(ctx, self.reg_lambda)
-        acc = ctx.accountant
-        with acc.parallel(f"{ctx.label} depth {ctx.depth} splits"):
-            for node in ctx.node_ids:
-                acc.spend(
-                    self.epsilon,
-                    what=f"{ctx.label} depth {ctx.depth} node {int(node)} split",
-                    mechanism="exponential",
-                    sensitivity=self.sensitivity,
-                )
+        # one split per node; the nodes of a depth hold disjoint rows (parallel composition)
+        ctx.accountant.spend(
+            self.epsilon, releases=ctx.n_nodes,
+            what=f"{ctx.label} depth {ctx.depth} splits",
+            nodes=[int(i) for i in ctx.node_ids], mechanism="exponential",
+            sensitivity=self.sensitivity,
+        )
         choice = np.atleast_1d(
             exponential_mechanism(util, epsilon=self.epsilon, sensitivity=self.sensitivity,
                                   rng=ctx.rng)
@@ -128,15 +126,12 @@ class LaplaceLeaf:
         v = -ctx.totals[:, 0] / (ctx.totals[:, 1] + self.reg_lambda)
         if self.clip is not None:
             v = np.clip(v, -self.clip, self.clip)
-        acc = ctx.accountant
-        with acc.parallel(f"{ctx.label} leaves"):
-            for node in ctx.node_ids:
-                acc.spend(
-                    self.epsilon,
-                    what=f"{ctx.label} leaf {int(node)} value",
-                    mechanism="laplace",
-                    sensitivity=self.sensitivity,
-                )
+        if ctx.n_leaves:  # one value per leaf; leaves hold disjoint rows (parallel composition)
+            ctx.accountant.spend(
+                self.epsilon, releases=ctx.n_leaves, what=f"{ctx.label} leaf values",
+                nodes=[int(i) for i in ctx.node_ids], mechanism="laplace",
+                sensitivity=self.sensitivity,
+            )
         return np.atleast_1d(
             laplace_mechanism(v, epsilon=self.epsilon, sensitivity=self.sensitivity,
                               rng=ctx.rng)

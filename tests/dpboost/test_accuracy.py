@@ -43,12 +43,16 @@ def test_dpboost_beats_seq_and_para_at_epsilon_one(adult):
     X, y, _, _ = adult
     folds = list(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
     errors = {}
+    # One fit's error swings by +-0.15 at epsilon = 1 (Laplace leaves of scale ~1.8 against
+    # values in [-1, 1]), so the comparison averages 6 seeds x 2 folds per method.
     for mode in ("dpboost", "seq", "para"):
         errs = []
-        for k, (tr, te) in enumerate(folds):
-            # max_bins=2 on the public [0, 1] domain: one candidate (0.5) per binary feature
-            est = DPBoostClassifier(mode=mode, epsilon=1.0, n_trees=20, trees_per_ensemble=20,
-                                    max_bins=2, feature_domain=DOMAIN, random_state=k)
-            errs.append(np.mean(est.fit(X[tr], y[tr]).predict(X[te]) != y[te]))
+        for seed in range(6):
+            for k, (tr, te) in enumerate(folds):
+                # max_bins=2 on the public [0, 1] domain: one candidate (0.5) per binary feature
+                est = DPBoostClassifier(mode=mode, epsilon=1.0, n_trees=20,
+                                        trees_per_ensemble=20, max_bins=2, feature_domain=DOMAIN,
+                                        random_state=10 * seed + k)
+                errs.append(np.mean(est.fit(X[tr], y[tr]).predict(X[te]) != y[te]))
         errors[mode] = float(np.mean(errs))
     assert errors["dpboost"] < errors["seq"] and errors["dpboost"] < errors["para"], errors

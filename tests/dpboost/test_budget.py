@@ -38,8 +38,11 @@ def test_ledger_structure_dpboost():
     est = DPBoostClassifier(epsilon=2.0, n_trees=4, trees_per_ensemble=2, max_depth=2,
                             feature_domain=np.tile([0.0, 1.0], (4, 1)), random_state=0)
     ledger = est.fit(X, yc).accountant_.ledger()
-    # 2 ensembles x 2 trees x (1 + 2 split nodes + 4 leaves)
-    assert len(ledger) == 2 * 2 * 7
+    # 2 ensembles x 2 trees x (depth 0 split, depth 1 splits, leaf values): one entry per
+    # batch of releases on disjoint nodes, 1 + 2 split nodes + 4 leaves per tree
+    assert len(ledger) == 2 * 2 * 3
+    assert [e.get("releases", 1) for e in ledger[:3]] == [1, 2, 4]
+    assert est.accountant_.summary()["n_releases"] == 2 * 2 * 7
     split = [e for e in ledger if e["mechanism"] == "exponential"][0]
     leaf = [e for e in ledger if e["mechanism"] == "laplace"][0]
     assert split["epsilon"] == pytest.approx(1.0 / 2 / 2)  # eps_t / (2 Depth_max)

@@ -47,11 +47,13 @@ def test_tiny_epsilon_is_uniform_over_all_candidates():
     assert chi2 < 36.1  # 14 dof, p ~ 0.001
 
 
-def test_spends_once_per_node_in_a_parallel_scope():
+def test_spends_once_per_node_on_disjoint_rows():
     acc = Accountant(epsilon=1.0)
     ctx = _ctx(np.random.default_rng(2), acc)
     ctx.hist = np.repeat(ctx.hist, 4, axis=0)
     ctx.totals = np.repeat(ctx.totals, 4, axis=0)
     ctx.node_ids = np.arange(4)
     ExponentialSplit(0.1, epsilon=0.25, sensitivity=3.0)(ctx)
-    assert acc.epsilon_spent == 0.25 and len(acc.ledger()) == 4
+    (entry,) = acc.ledger()  # 4 releases on disjoint nodes: parallel composition
+    assert acc.epsilon_spent == 0.25 and entry["releases"] == 4
+    assert entry["nodes"] == [0, 1, 2, 3]

@@ -130,8 +130,10 @@ def test_pinned_model_outputs():
     X, y = pin_data(400, 0)
     Xt, _ = pin_data(60, 1)
     expected = {
-        "ours": ([0.4, 0.6, 0.48, 0.4, 0.48, 0.52, 0.6, 0.36], 27.08),
-        "ours_nd": ([0.3, 0.7, 0.5, 0.3, 0.5, 0.5, 0.5, 0.4], 21.7),
+        # the private forests' values moved once, when the selection mechanisms went from
+        # Gumbel-max to inverse-CDF sampling (same distribution, another random stream)
+        "ours": ([0.44, 0.64, 0.52, 0.52, 0.56, 0.52, 0.6, 0.44], 29.68),
+        "ours_nd": ([0.2, 0.5, 0.4, 0.4, 0.5, 0.4, 0.2, 0.4], 16.3),
         "np": ([0.1, 0.1, 0.5, 0.7, 0.5, 0.5, 0.5, 0.6], 21.9),
         "jpw": ([0.427404776558, 0.421512449048, 0.433426605654, 0.461298989084, 0.470425914509,
                  0.458857655497, 0.471594782412, 0.461298989084], 26.95146035525769),

@@ -161,3 +161,21 @@ def test_bad_spend():
     with pytest.raises(ValueError, match="what"):
         acc.spend(0.1, what="")
     assert acc.ledger() == []
+
+
+def test_batched_releases_cost_what_a_parallel_scope_costs():
+    batched, scoped = Accountant(epsilon=1.0), Accountant(epsilon=1.0)
+    for t in range(3):
+        with batched.sequential(f"tree {t}"):
+            batched.spend(0.1, what=f"tree {t} splits", releases=8)
+        with scoped.sequential(f"tree {t}"), scoped.parallel("splits"):
+            for node in range(8):
+                scoped.spend(0.1, what=f"tree {t} node {node} split")
+    assert batched.epsilon_spent == pytest.approx(scoped.epsilon_spent) == pytest.approx(0.3)
+    assert batched.summary()["n_releases"] == scoped.summary()["n_releases"] == 24
+    assert len(batched.ledger()) == 3 and batched.ledger()[0]["releases"] == 8
+    with pytest.raises(BudgetExceededError):
+        batched.spend(0.75, what="too much", releases=2)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="releases"):
+            batched.spend(0.01, what="bad", releases=bad)

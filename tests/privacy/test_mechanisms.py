@@ -200,3 +200,33 @@ def test_smooth_sensitivity_2017_formula(rng):
     tie = smooth_sensitivity_leaf_2017([3, 3, 0], epsilon=1.0, rng=rng, size=100_000)
     f = _freq(tie, 3)
     assert f[0] == pytest.approx(f[1], abs=0.01) and f[2] < f[0]
+
+
+def test_selection_never_returns_a_zero_weight_candidate_at_the_top_uniform():
+    """U * total can round up to total: the draw must fall back on the last candidate
+    with positive weight, never on a trailing one of probability 0."""
+    from dpexp.privacy.randomness import SecureGenerator
+
+    class TopUniform(SecureGenerator):
+        def random(self, size=None):
+            return np.full(() if size is None else size, 1.0 - 2.0**-53)
+
+    u = np.array([0.0, 5.0, 5.0, -1e300])
+    assert exponential_mechanism(u, epsilon=1.0, sensitivity=1.0, rng=TopUniform()) == 2
+    rows = np.stack([u, [5.0, 5.0, -1e300, -1e300]])
+    got = exponential_mechanism(rows, epsilon=1.0, sensitivity=1.0, rng=TopUniform())
+    assert got.tolist() == [2, 1]
+
+
+def test_selection_matches_softmax_over_many_candidates(rng):
+    from scipy import stats
+
+    u = rng.normal(scale=3.0, size=40)
+    p = np.exp(u / 2 - np.max(u / 2))
+    p /= p.sum()
+    draws = exponential_mechanism(u, epsilon=1.0, sensitivity=1.0, rng=rng, size=200_000)
+    counts = np.bincount(draws, minlength=40)
+    keep = p * 200_000 >= 5  # pool the rare candidates into one cell
+    obs = np.append(counts[keep], counts[~keep].sum()) if (~keep).any() else counts
+    exp = (np.append(p[keep], p[~keep].sum()) if (~keep).any() else p) * 200_000
+    assert stats.chisquare(obs, exp).pvalue > 1e-4

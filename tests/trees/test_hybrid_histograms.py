@@ -1,0 +1,86 @@
+"""Dense + sparse-feature histogram kernels (exclusive bundles, row-sparse lists): exact
+sums, and bit-identical whatever the threads or the task split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpexp.trees import histogram as H
+from dpexp.trees.binning import sparse_feature_codes
+
+
+def _mixed_codes(rng, n=3000, n_cont=5, n_onehot=12, n_words=0):
+    """Continuous columns (many bins), one-hot binary columns (exclusive) and optionally
+    co-occurring binary "word" columns; column-major."""
+    cont = rng.integers(0, 40, size=(n, n_cont))
+    hot = np.zeros((n, n_onehot), dtype=np.int64)
+    if n_onehot:
+        hot[np.arange(n), rng.integers(0, n_onehot, n)] = 1
+    words = (rng.random((n, n_words)) < 0.2).astype(np.int64)
+    return np.asfortranarray(np.hstack([cont, hot, words]).astype(np.uint8))
+
+
+def _bruteforce(codes, stats, order, starts, ends, n_bins):
+    out = np.zeros((len(starts), codes.shape[1], n_bins, stats.shape[1]))
+    for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        rows = order[s:e]
+        for f in range(codes.shape[1]):
+            np.add.at(out[j, f], codes[rows, f], stats[rows])
+    return out
+
+
+def test_one_hot_columns_become_exclusive_bundles():
+    codes = _mixed_codes(np.random.default_rng(0), n_onehot=30)
+    sc = sparse_feature_codes(codes)
+    assert sc.dense_features.tolist() == [0, 1, 2, 3, 4]
+    assert sorted(sc.sparse_features.tolist()) == list(range(5, 35))
+    assert sc.n_bundles == 1 and sc.indptr is None
+    # every row's bundle value names exactly its hot column
+    hot = np.argmax(codes[:, 5:35], axis=1) + 5
+    v = sc.bundle_codes[:, 0]
+    assert (sc.bundle_feature[0][v] == hot).all() and (sc.bundle_code[0][v] == 1).all()
+
+
+def test_co_occurring_columns_fall_back_to_row_sparse_lists():
+    codes = _mixed_codes(np.random.default_rng(1), n_onehot=0, n_words=60)
+    sc = sparse_feature_codes(codes)
+    assert sc.n_bundles == 0 and sc.indptr is not None
+    assert sc.sparse_features.size == 60
+
+
+@pytest.mark.parametrize("k_stats", [2, 3])
+@pytest.mark.parametrize("n_words", [0, 40])
+def test_histograms_exact_and_identical_serial_parallel(monkeypatch, k_stats, n_words):
+    rng = np.random.default_rng(k_stats + n_words)
+    codes = _mixed_codes(rng, n_words=n_words)
+    sc = sparse_feature_codes(codes)
+    assert (sc.n_bundles > 0) == (n_words == 0)
+    stats = rng.normal(size=(codes.shape[0], k_stats))
+    order = np.sort(rng.choice(codes.shape[0], 2500, replace=False)).astype(np.int64)
+    starts, ends = np.array([0, 700, 700, 1900]), np.array([700, 700, 1900, 2500])
+    expect = _bruteforce(codes, stats, order, starts, ends, 40)
+
+    results = []
+    for min_work, chunk in ((1 << 60, 8192), (0, 8192), (0, 97), (1 << 60, 97)):
+        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
+        monkeypatch.setattr(H, "SPARSE_CHUNK_ROWS", chunk)
+        for sparse in (sc, None):
+            got = H.build_hist_dense(codes, stats, order, starts, ends, 40, sparse_codes=sparse)
+            np.testing.assert_allclose(got, expect, atol=1e-9)
+            results.append((chunk, sparse is None, got))
+    # the thread count never changes a bit; only the chunking of row-sparse lists does
+    for chunk, plain, got in results:
+        for c, p, other in results:
+            if p == plain and (c == chunk or sc.n_bundles or plain):
+                np.testing.assert_array_equal(got, other)
+    monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", 0)
+    a = H.build_hist_dense(codes, stats, order, starts, ends, 40, fblock=4, sparse_codes=sc)
+    b = H.build_hist_dense(codes, stats, order, starts, ends, 40, fblock=64, sparse_codes=sc)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_dense_only_data_has_no_sparse_features():
+    rng = np.random.default_rng(0)
+    codes = np.asfortranarray(rng.integers(0, 200, size=(500, 7)).astype(np.uint8))
+    assert sparse_feature_codes(codes) is None
