@@ -49,3 +49,16 @@ def test_ledger_structure_dpboost():
     assert leaf["epsilon"] == pytest.approx(1.0 / 2)  # eps_t / 2
     assert split["sensitivity"] == 3.0
     assert split["scope_kinds"][:2] == ["sequential", "parallel"]
+
+
+@pytest.mark.parametrize("per_ensemble", [True, False])
+def test_glc_decay_restarts_with_each_ensemble_unless_asked_not_to(per_ensemble):
+    X, yc, _ = _data()
+    est = DPBoostClassifier(epsilon=2.0, n_trees=4, trees_per_ensemble=2, max_depth=1,
+                            learning_rate=0.5, glc_per_ensemble=per_ensemble,
+                            feature_domain=np.tile([0.0, 1.0], (4, 1)), random_state=0)
+    leaves = [e for e in est.fit(X, yc).accountant_.ledger() if e["mechanism"] == "laplace"]
+    # Corollary 2: min(g*/(1+lambda), 2 g* (1-eta)^(t-1)) with g* = 1, lambda = 0.1, eta = 0.5
+    index = [1, 2, 1, 2] if per_ensemble else [1, 2, 3, 4]
+    expect = [min(1 / 1.1, 2 * 0.5 ** (t - 1)) for t in index]
+    assert [e["sensitivity"] for e in leaves] == pytest.approx(expect)
