@@ -836,11 +836,20 @@ class InPrivateRegressor(_RegressorPart, _InPrivateBase):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
 
-class InPrivateNPClassifier(_ClassifierPart, _InPrivateBase):
+class _NoPrivacy:
+    """No-Priv's fixed, non-tunable pieces of the shared engine (no budget, fixed splits
+    of each participant's records, leaf denominators floored at one record)."""
+
+    _private = False
+    epsilon = None
+    internal_fraction = 0.5
+    quality_fraction = 0.5
+    leaf_denominator_floor = 1.0
+
+
+class InPrivateNPClassifier(_NoPrivacy, _ClassifierPart, _InPrivateBase):
     """No-Priv (Fig. 5): the same protocol with greedy splits and exact leaves."""
 
-    _private = False
-
     def __init__(self, *, n_participants=10, records_per_participant=None, n_rounds=1,
                  final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
                  quality_control=False, advance_threshold=None, quality_tolerance=0.0,
@@ -849,18 +858,10 @@ class InPrivateNPClassifier(_ClassifierPart, _InPrivateBase):
                  label_domain=None, random_state=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
-    # fixed, non-tunable pieces of the shared engine
-    epsilon = None
-    internal_fraction = 0.5
-    quality_fraction = 0.5
-    leaf_denominator_floor = 1.0
 
-
-class InPrivateNPRegressor(_RegressorPart, _InPrivateBase):
+class InPrivateNPRegressor(_NoPrivacy, _RegressorPart, _InPrivateBase):
     """No-Priv regressor; see :class:`InPrivateNPClassifier`."""
 
-    _private = False
-
     def __init__(self, *, n_participants=10, records_per_participant=None, n_rounds=1,
                  final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
                  quality_control=False, advance_threshold=None, quality_tolerance=0.0,
@@ -868,11 +869,6 @@ class InPrivateNPRegressor(_RegressorPart, _InPrivateBase):
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, random_state=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
-
-    epsilon = None
-    internal_fraction = 0.5
-    quality_fraction = 0.5
-    leaf_denominator_floor = 1.0
 
 
 _MOD = "dpexp.algorithms.inprivate"
