@@ -16,7 +16,9 @@ Policies receive the tree's ``rng`` and ``accountant`` and do their own spending
 :mod:`dpexp.trees.policies` for greedy, exponential-mechanism and Laplace-leaf policies).
 
 Per depth the grower builds histograms only for the smaller child of every split and
-gets its sibling by subtraction from the parent (the "subtraction trick").
+gets its sibling by subtraction from the parent (the "subtraction trick"). On large
+dense tables the tree's rows and their statistics live in two buffers that every
+partition writes in turn (:class:`_RowBuffers`), so histogram builds read both in order.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 
 from dpexp.trees.binning import BinMapper, BinnedData
 from dpexp.trees.histogram import (
+    MOVE_STATS_MIN_ROWS,
     add_leaf_segments,
     add_tree_binned,
     apply_binned_dense,
@@ -37,6 +40,7 @@ from dpexp.trees.histogram import (
     is_sorted,
     node_totals,
     partition_dense,
+    partition_rows,
     partition_sparse,
     subtract_siblings,
 )
@@ -140,8 +144,10 @@ class GrownTree:
                         t.child_start.astype(np.int64), value, float(scale), scores)
 
 
-def _build_into(data: BinnedData, stats, order, starts, ends, out, slots, scratch=None) -> None:
-    """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``."""
+def _build_into(data: BinnedData, stats, order, starts, ends, out, slots,
+                rows_io: _RowBuffers | None = None) -> None:
+    """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``
+    (dense data: with the tree's row buffers)."""
     if data.is_sparse:
         out[slots] = build_hist_sparse(
             data.indptr, data.rows, data.values, data.zero_bin, stats, order, starts, ends,
@@ -149,16 +155,10 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots, scratc
         )
         return
     dense_hist_into(data.codes, stats, order, starts, ends, out, slots,
-                    sparse_codes=data.sparse_codes(), scratch=scratch)
+                    sparse_codes=data.sparse_codes(), scratch=rows_io.stats,
+                    gathered=rows_io.gathered)
 
 
-def _partition(data: BinnedData, order, starts, ends, features, bins) -> np.ndarray:
-    if data.is_sparse:
-        return partition_sparse(
-            data.indptr, data.rows, data.values, data.zero_bin, order, starts, ends,
-            features, bins, data.n_rows,
-        )
-    return partition_dense(data.codes_by_feature(), order, starts, ends, features, bins)
 
 
 def grow_tree(
@@ -188,9 +188,13 @@ def grow_tree(
     stats = np.ascontiguousarray(stats, dtype=np.float64)
     k_stats = stats.shape[1]
     order = np.asarray(rows, dtype=np.int64)
-    order = order.copy() if is_sorted(order) else np.sort(order)
-    # statistics gathered in row order for the dense kernels, reused at every depth
-    scratch = None if data.is_sparse else np.empty((k_stats, order.size))
+    if not is_sorted(order):
+        order = np.sort(order)
+    elif data.is_sparse or order.size < MOVE_STATS_MIN_ROWS:
+        order = order.copy()  # partitioned in place below; large dense tables are not
+    # dense data: the statistics gathered once in row order, then moved along with their
+    # rows by every partition, so histograms read them in order, never at random
+    rows_io = None if data.is_sparse else _RowBuffers(stats, order)
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -198,12 +202,16 @@ def grow_tree(
     node_ids = np.zeros(1, dtype=np.int64)
     starts = np.zeros(1, dtype=np.int64)
     ends = np.array([order.size], dtype=np.int64)
-    totals = node_totals(stats, order, 0, order.size).reshape(1, k_stats)
     hist = None
     if max_depth > 0:
         hist = np.empty((1, *hist_shape))
         _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64),
-                    scratch)
+                    rows_io)
+    if hist is not None and hist.shape[1] > 0:
+        # every row lies in one bin of feature 0: a few hundred additions, not one per row
+        totals = hist[0, 0].sum(axis=0).reshape(1, k_stats)
+    else:
+        totals = node_totals(stats, order, 0, order.size).reshape(1, k_stats)
     leaves = _LeafCollector()
 
     for depth in range(max_depth + 1):
@@ -232,7 +240,14 @@ def grow_tree(
         else:
             js = np.arange(node_ids.size)
             f_s, b_s, s_s, e_s = feat, bin_, starts, ends
-        n_left = _partition(data, order, s_s, e_s, f_s, b_s)
+        if rows_io is None:
+            n_left = partition_sparse(data.indptr, data.rows, data.values, data.zero_bin,
+                                      order, s_s, e_s, f_s, b_s, data.n_rows)
+        else:
+            # below the last split only leaf segments are needed, not the statistics
+            n_left = rows_io.partition(data.codes_by_feature(), starts, ends, feat, bin_,
+                                       with_stats=depth + 1 < max_depth)[js]
+            order = rows_io.order
         node_ids = nodes.split(node_ids[js], f_s, b_s, mapper, depth + 1)
         totals = child_totals(hist, totals, js, f_s, b_s)
         mid = s_s + n_left
@@ -241,7 +256,7 @@ def grow_tree(
         starts[0::2], starts[1::2] = s_s, mid
         ends[0::2], ends[1::2] = mid, e_s
         hist = (_child_histograms(data, stats, order, starts, ends, hist, js, hist_shape,
-                                  scratch)
+                                  rows_io)
                 if depth + 1 < max_depth else None)
 
     ids, leaf_totals, leaf_start, leaf_end = leaves.arrays(k_stats)
@@ -259,6 +274,52 @@ def grow_tree(
     tree, bins = nodes.build(ids, values, n_outputs, depth_arr)
     return GrownTree(tree=tree, bins=bins, order=order,
                      leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
+
+
+class _RowBuffers:
+    """A tree's row order and, for large tables, its statistics in that order ``(K, n)``,
+    double-buffered: every partition writes the level's rows, statistics alongside, into
+    the other buffer (:func:`~dpexp.trees.histogram.partition_rows`), so histograms read
+    them in order. Small tables are partitioned in place and their statistics gathered by
+    each build (``gathered`` False). Either way a build sees the same values in the same
+    positions, so the choice never changes a result."""
+
+    def __init__(self, stats: np.ndarray, order: np.ndarray) -> None:
+        self.order = order
+        self._given = order  # may be the caller's array: read, never written
+        self.gathered = order.size >= MOVE_STATS_MIN_ROWS
+        if self.gathered:
+            self.stats = np.ascontiguousarray(np.take(stats, order, axis=0).T)
+            self._spare = (np.empty_like(order), np.empty_like(self.stats))
+            self._mask = np.empty(order.size, dtype=np.uint8)
+        else:
+            self.stats = np.empty((stats.shape[1], order.size))  # the builds' gather buffer
+
+    def partition(self, codes, starts, ends, features, bins, *, with_stats: bool) -> np.ndarray:
+        """Partition the nodes (feature -1: keep as is); rows outside them keep their
+        positions. Returns the rows going left per node."""
+        if not self.gathered:
+            return partition_dense(codes, self.order, starts, ends, features, bins)
+        out, out_stats = self._spare
+        if out is self._given:
+            out = np.empty_like(out)
+        covered = int((ends - starts).sum())
+        if covered < self.order.size:  # positions outside the nodes: closed leaves
+            out[:] = self.order
+            if with_stats:
+                out_stats[:] = self.stats
+        if with_stats:
+            n_left = partition_rows(codes, self.order, starts, ends, features, bins, out,
+                                    ordered=self.stats, out_ordered=out_stats,
+                                    mask=self._mask)
+            self._spare = (self.order, self.stats)
+            self.order, self.stats = out, out_stats
+        else:
+            n_left = partition_rows(codes, self.order, starts, ends, features, bins, out,
+                                    mask=self._mask)
+            self._spare = (self.order, out_stats)
+            self.order = out
+        return n_left
 
 
 class _NodeTable:
@@ -334,7 +395,7 @@ class _LeafCollector:
 
 
 def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_index,
-                      hist_shape, scratch=None) -> np.ndarray:
+                      hist_shape, rows_io=None) -> np.ndarray:
     """Histograms of all children: build the smaller child of each split, get its
     sibling as parent minus child (the "subtraction trick"); split ``i`` is node
     ``parent_index[i]`` of ``parent_hist``."""
@@ -343,6 +404,6 @@ def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_inde
     small = 2 * np.arange(n_split) + np.argmin(sizes, axis=1)  # ties: build the left
     big = small ^ 1
     out = np.empty((2 * n_split, *hist_shape))
-    _build_into(data, stats, order, starts[small], ends[small], out, small, scratch)
+    _build_into(data, stats, order, starts[small], ends[small], out, small, rows_io)
     subtract_siblings(parent_hist, out, small, big, parent_index)
     return out

@@ -1,0 +1,139 @@
+"""The large-table paths of the grower: double-buffered partitions that move the gathered
+statistics with their rows, chunked (parallel) partitions and row-chunk histogram tasks
+with partial sums. Each must give bit-for-bit the trees of the small-table path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpexp.trees import grower as G
+from dpexp.trees import histogram as H
+from dpexp.trees.binning import fit_bin_mapper
+from dpexp.trees.policies import GreedySplit, NewtonLeaf
+
+
+def _stable_split(codes, order, starts, ends, feats, bins):
+    expect = order.copy()
+    n_left = []
+    for s, e, f, b in zip(starts, ends, feats, bins, strict=True):
+        seg = order[s:e]
+        go = np.ones(seg.size, bool) if f < 0 else codes[seg, f] <= b
+        expect[s:e] = np.concatenate([seg[go], seg[~go]])
+        n_left.append(int(go.sum()))
+    return expect, np.array(n_left)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 15])
+def test_partition_rows_is_the_stable_partition_with_statistics(monkeypatch, parallel, chunk):
+    rng = np.random.default_rng(chunk)
+    n = 600
+    codes = np.asfortranarray(rng.integers(0, 9, (n, 4)).astype(np.uint8))
+    order = np.sort(rng.choice(5 * n, n, replace=False)) % n
+    order = np.unique(order).astype(np.int64)
+    m = order.size
+    stats = rng.normal(size=(2, m))
+    # three nodes, one of them closed (feature -1), and positions outside any node
+    starts, ends = np.array([3, 120, 300]), np.array([120, 300, m - 5])
+    feats, bins = np.array([1, -1, 3]), np.array([4, -1, 2])
+    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0 if parallel else 1 << 60)
+    monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", chunk)
+    out = np.full_like(order, -7)
+    out_stats = np.full_like(stats, np.nan)
+    n_left = H.partition_rows(codes, order, starts, ends, feats, bins, out, ordered=stats,
+                              out_ordered=out_stats)
+    expect, expect_left = _stable_split(codes, order, starts, ends, feats, bins)
+    np.testing.assert_array_equal(n_left, expect_left)
+    inside = np.zeros(m, bool)
+    for s, e in zip(starts, ends, strict=True):
+        inside[s:e] = True
+    np.testing.assert_array_equal(out[inside], expect[inside])
+    assert (out[~inside] == -7).all()  # positions outside the nodes are not written
+    # every statistic travelled with its row
+    pos = {r: p for p, r in enumerate(order)}
+    src = np.array([pos[r] for r in out[inside]])
+    np.testing.assert_array_equal(out_stats[:, inside], stats[:, src])
+    # the in-place one-pass partition agrees
+    again = order.copy()
+    np.testing.assert_array_equal(
+        H.partition_dense(codes, again, starts, ends, feats, bins), expect_left)
+    np.testing.assert_array_equal(again[inside], expect[inside])
+
+
+def _mixed_table(rng, n):
+    cont = rng.normal(size=(n, 4))
+    hot = np.zeros((n, 6))
+    hot[np.arange(n), rng.integers(0, 6, n)] = 1.0
+    X = np.hstack([cont, hot])
+    y = np.where(cont[:, 0] + hot[:, 2] - 0.5 * cont[:, 1] + rng.normal(size=n) > 0, 1.0, -1.0)
+    domain = np.vstack([np.tile([-4.0, 4.0], (4, 1)), np.tile([0.0, 1.0], (6, 1))])
+    binary = np.arange(10) >= 4
+    m = fit_bin_mapper(X, feature_domain=domain, categorical_features=binary,
+                       n_categories=np.where(binary, 2, 0), max_bins=32)
+    return m.transform(X), y, m
+
+
+def _tree(data, y, m, rows):
+    stats = np.column_stack([-y + 0.25 * np.sin(np.arange(y.size)), np.ones_like(y)])
+    return G.grow_tree(data, stats, rows, m, max_depth=5, split_policy=GreedySplit(0.1),
+                       leaf_policy=NewtonLeaf(0.1), rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_large_table_paths_grow_the_same_tree(monkeypatch, subset):
+    rng = np.random.default_rng(3)
+    data, y, m = _mixed_table(rng, 5000)
+    assert data.sparse_codes() is not None and data.sparse_codes().n_bundles > 0
+    rows = np.sort(rng.choice(5000, 3100, replace=False)) if subset else np.arange(5000)
+    given = rows.copy()
+
+    small = _tree(data, y, m, rows)  # in-place partitions, statistics gathered per build
+    monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
+    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
+    monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(H, "LEVEL_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)  # several partial sums per node
+    large = _tree(data, y, m, rows)
+    np.testing.assert_array_equal(rows, given)  # the caller's rows are never written
+    for field in ("feature", "threshold", "child_start", "value"):
+        a, b = getattr(small.tree, field), getattr(large.tree, field)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=field)
+    np.testing.assert_array_equal(small.tree.feature, large.tree.feature)
+    np.testing.assert_array_equal(small.bins, large.bins)
+    for seg in ("leaf_start", "leaf_end", "leaf_node"):
+        np.testing.assert_array_equal(getattr(small, seg), getattr(large, seg))
+    for i in range(small.leaf_start.size):
+        s, e = small.leaf_start[i], small.leaf_end[i]
+        np.testing.assert_array_equal(small.order[s:e], large.order[s:e])
+    # partial sums change the order of additions only: the serial and parallel kernels
+    # still agree bit for bit on that plan
+    monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", 1 << 60)
+    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 1 << 60)
+    monkeypatch.setattr(H, "LEVEL_PARALLEL_MIN_WORK", 1 << 60)
+    serial = _tree(data, y, m, rows)
+    np.testing.assert_array_equal(serial.tree.value, large.tree.value)
+    np.testing.assert_array_equal(serial.tree.feature, large.tree.feature)
+
+
+@pytest.mark.parametrize("max_row_columns", [0, 32])
+@pytest.mark.parametrize("chunk", [50, 8192])
+def test_histogram_task_plans_are_exact(monkeypatch, max_row_columns, chunk):
+    rng = np.random.default_rng(chunk + max_row_columns)
+    codes = np.asfortranarray(rng.integers(0, 30, (1500, 9)).astype(np.uint8))
+    stats = rng.normal(size=(1500, 2))
+    order = np.sort(rng.choice(1500, 1200, replace=False)).astype(np.int64)
+    starts, ends = np.array([0, 500, 500, 900]), np.array([500, 500, 900, 1200])
+    monkeypatch.setattr(H, "ROW_TASK_MAX_COLUMNS", max_row_columns)
+    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", chunk)
+    got = {}
+    for min_work in (0, 1 << 60):
+        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
+        got[min_work] = H.build_hist_dense(codes, stats, order, starts, ends, 30)
+    np.testing.assert_array_equal(got[0], got[1 << 60])
+    expect = np.zeros_like(got[0])
+    for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        for f in range(9):
+            np.add.at(expect[j, f], codes[order[s:e], f], stats[order[s:e]])
+    np.testing.assert_allclose(got[0], expect, atol=1e-9)
