@@ -47,7 +47,7 @@ from dpexp.algorithms.labels import BinaryScoreClassifierMixin
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, record_partition
-from dpexp.trees.grower import grow_tree
+from dpexp.trees.grower import GrowWorkspace, grow_tree
 from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
 
 MODES = ("dpboost", "seq", "para")
@@ -229,6 +229,7 @@ class _DPBoostMixin:
         tree_rngs = [np.random.default_rng(s) for s in tree_ss.spawn(T)]
         trees, offered, used = [], [], []
         rounds_offered, rounds_used = [], []
+        workspace = GrowWorkspace()
 
         def one_tree(t: int, rows: np.ndarray, t_glc: int | None = None):
             # t_glc: the iteration index GLC decays with (the tree's 1-based position in
@@ -247,7 +248,7 @@ class _DPBoostMixin:
                 grown = grow_tree(
                     data, stats, keep, self.mapper_, max_depth=D,
                     split_policy=split, leaf_policy=leaf, rng=tree_rngs[t - 1],
-                    accountant=acc, label=f"tree {t}",
+                    accountant=acc, label=f"tree {t}", workspace=workspace,
                 )
             self._update_scores(grown, data, X, F)
             trees.append(grown.tree)
@@ -306,11 +307,12 @@ class _NPMixin:
         rng = np.random.default_rng(ss)
         rows = np.arange(n)
         trees = []
+        workspace = GrowWorkspace()
         for _ in range(int(self.n_trees)):
             stats[:, 0] = gradients(F, y, self.loss)
             grown = grow_tree(
                 data, stats, rows, self.mapper_, max_depth=int(self.max_depth),
-                split_policy=split, leaf_policy=leaf, rng=rng,
+                split_policy=split, leaf_policy=leaf, rng=rng, workspace=workspace,
             )
             self._update_scores(grown, data, X, F, grown_on_all_rows=True)
             trees.append(grown.tree)

@@ -37,6 +37,7 @@ from dpexp.trees.histogram import (
     build_hist_sparse,
     child_totals,
     dense_hist_into,
+    gather_rows,
     is_sorted,
     node_totals,
     partition_dense,
@@ -174,12 +175,16 @@ def grow_tree(
     accountant=None,
     n_outputs: int = 1,
     label: str = "",
+    workspace: GrowWorkspace | None = None,
 ) -> GrownTree:
     """Grow one tree level-wise on the rows ``rows`` of ``data``.
 
     ``stats (n_rows_total, K)`` float64: per-row statistics summed in the histograms
     (for GBDT: column 0 gradient, column 1 hessian). ``rows``: ids of the rows this tree
     may use (any order; may be empty). Depth ``max_depth`` nodes are always leaves.
+
+    ``workspace``: scratch arrays to reuse from the previous tree of the same fit (the
+    returned tree's ``order`` then lives in it: read it before the next tree is grown).
 
     Node ids are assigned as :class:`~dpexp.trees.tree.TreeBuilder` would (root 0, the
     children of the split nodes of a depth in order, left then right), but the tree's
@@ -194,7 +199,7 @@ def grow_tree(
         order = order.copy()  # partitioned in place below; large dense tables are not
     # dense data: the statistics gathered once in row order, then moved along with their
     # rows by every partition, so histograms read them in order, never at random
-    rows_io = None if data.is_sparse else _RowBuffers(stats, order)
+    rows_io = None if data.is_sparse else _RowBuffers(stats, order, workspace)
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -276,6 +281,27 @@ def grow_tree(
                      leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
 
 
+class GrowWorkspace:
+    """Scratch arrays that the trees of one fit share (``grow_tree(..., workspace=...)``).
+
+    A large table's row buffers are tens of megabytes; allocated afresh for every tree
+    they are paid again in page faults each time. Arrays only grow; callers get views of
+    the first elements. Not for trees grown concurrently.
+    """
+
+    def __init__(self) -> None:
+        self._flat: dict[str, np.ndarray] = {}
+
+    def array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """A C-contiguous ``shape`` array (contents undefined) backed by buffer ``name``."""
+        size = int(np.prod(shape))
+        buf = self._flat.get(name)
+        if buf is None or buf.dtype != np.dtype(dtype) or buf.size < size:
+            buf = np.empty(max(size, 1), dtype=dtype)
+            self._flat[name] = buf
+        return buf[:size].reshape(shape)
+
+
 class _RowBuffers:
     """A tree's row order and, for large tables, its statistics in that order ``(K, n)``,
     double-buffered: every partition writes the level's rows, statistics alongside, into
@@ -284,16 +310,20 @@ class _RowBuffers:
     each build (``gathered`` False). Either way a build sees the same values in the same
     positions, so the choice never changes a result."""
 
-    def __init__(self, stats: np.ndarray, order: np.ndarray) -> None:
+    def __init__(self, stats: np.ndarray, order: np.ndarray,
+                 workspace: GrowWorkspace | None = None) -> None:
+        ws = workspace or GrowWorkspace()
+        m, k = order.size, stats.shape[1]
         self.order = order
         self._given = order  # may be the caller's array: read, never written
-        self.gathered = order.size >= MOVE_STATS_MIN_ROWS
+        self._ws = ws
+        self.gathered = m >= MOVE_STATS_MIN_ROWS
+        self.stats = ws.array("stats_a", (k, m), np.float64)
         if self.gathered:
-            self.stats = np.ascontiguousarray(np.take(stats, order, axis=0).T)
-            self._spare = (np.empty_like(order), np.empty_like(self.stats))
-            self._mask = np.empty(order.size, dtype=np.uint8)
-        else:
-            self.stats = np.empty((stats.shape[1], order.size))  # the builds' gather buffer
+            gather_rows(stats, order, self.stats)
+            self._spare = (ws.array("order_b", (m,), order.dtype),
+                           ws.array("stats_b", (k, m), np.float64))
+            self._mask = ws.array("mask", (m,), np.uint8)
 
     def partition(self, codes, starts, ends, features, bins, *, with_stats: bool) -> np.ndarray:
         """Partition the nodes (feature -1: keep as is); rows outside them keep their
@@ -302,7 +332,7 @@ class _RowBuffers:
             return partition_dense(codes, self.order, starts, ends, features, bins)
         out, out_stats = self._spare
         if out is self._given:
-            out = np.empty_like(out)
+            out = self._ws.array("order_a", out.shape, out.dtype)
         covered = int((ends - starts).sum())
         if covered < self.order.size:  # positions outside the nodes: closed leaves
             out[:] = self.order
