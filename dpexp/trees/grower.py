@@ -160,8 +160,6 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots,
                     gathered=rows_io.gathered)
 
 
-
-
 def grow_tree(
     data: BinnedData,
     stats: np.ndarray,
