@@ -84,6 +84,15 @@ class SparseFeatureCodes:
     def n_bundles(self) -> int:
         return 0 if self.bundle_codes is None else int(self.bundle_codes.shape[1])
 
+    @property
+    def bundle_values(self) -> np.ndarray:
+        """Values used by each bundle (1 + its largest value; adult's are 2 to 34 of
+        256): the histogram kernels clear and scan only these."""
+        if self.bundle_feature is None:
+            return np.zeros(0, dtype=np.int64)
+        used = np.where(self.bundle_feature >= 0, np.arange(self.bundle_feature.shape[1]), 0)
+        return used.max(axis=1).astype(np.int64) + 1
+
 
 @njit(cache=True, nogil=True)
 def _row_counts(codes, default, features):  # pragma: no cover

@@ -100,6 +100,8 @@ def feature_block(n_features: int) -> int:
 # threads, so the serial and the parallel kernels give bit-identical histograms.
 
 SPARSE_CHUNK_ROWS = 8192
+_NO_INT = np.zeros(0, dtype=np.int64)
+_ALL = _NO_INT  # n_values of _dense_features: clear every bin
 ROW_TASK_MAX_COLUMNS = 32
 HIST_CHUNK_ROWS = 8192
 HIST_MAX_CHUNKS = 16
@@ -129,13 +131,15 @@ def _gather(stats, order, s, e, ordered):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h):  # pragma: no cover
+def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values):  # pragma: no cover
     """Histograms ``h[f] (B, K)`` of the features ``f in feats[i0:i1]`` over the rows
-    ``order[s:e]``."""
+    ``order[s:e]``; only bins below ``n_values[f]`` are cleared first (all of them when
+    ``n_values`` is empty)."""
     k_stats = ordered.shape[0]
     for i in range(i0, i1):
         f = feats[i]
-        for b in range(h.shape[1]):
+        nz = h.shape[1] if n_values.shape[0] == 0 else n_values[f]
+        for b in range(nz):
             for k in range(k_stats):
                 h[f, b, k] = 0.0
     i = i0
@@ -246,14 +250,16 @@ def _sparse_reduce(bufs, c0, c1, sparse_feats, default, ordered, s, e, h):  # pr
 
 
 @njit(cache=True, nogil=True)
-def _unpack_bundles(wb, vfeat, vcode, sparse_feats, default, ordered, s, e, h):  # pragma: no cover
+def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, ordered,
+                    h):  # pragma: no cover
     """The sparse features' histograms of one node from its bundle histograms ``wb
-    (n_bundles, 256, K)``; each default bin = node total - the other bins. Every row
-    has one value in bundle 0 (0 when all its members are at their defaults), so the node
-    total is the sum of bundle 0's histogram."""
+    (n_bundles, 256, K)`` (bundle ``c`` uses values ``0 .. n_values[c]-1``); each default
+    bin = node total - the other bins. Every row has one value in bundle 0 (0 when all
+    its members are at their defaults), so the node total is the sum of bundle 0's
+    histogram."""
     k_stats = ordered.shape[0]
     tot = np.zeros(k_stats)
-    for v in range(wb.shape[1]):
+    for v in range(n_values[0]):
         for k in range(k_stats):
             tot[k] += wb[0, v, k]
     for i in range(sparse_feats.shape[0]):
@@ -262,7 +268,7 @@ def _unpack_bundles(wb, vfeat, vcode, sparse_feats, default, ordered, s, e, h): 
             for k in range(k_stats):
                 h[f, b, k] = 0.0
     for c in range(wb.shape[0]):
-        for v in range(1, wb.shape[1]):
+        for v in range(1, n_values[c]):
             f = vfeat[c, v]
             if f >= 0:
                 for k in range(k_stats):
@@ -275,50 +281,6 @@ def _unpack_bundles(wb, vfeat, vcode, sparse_feats, default, ordered, s, e, h): 
             for b in range(h.shape[1]):
                 acc += h[f, b, k]
             h[f, z, k] = tot[k] - acc
-
-
-@njit(cache=True, nogil=True)
-def _column_task(codes, bcodes, feats, bfeats, ordered, order, p0, p1, c0, c1, hd, hb):  # pragma: no cover
-    """Histograms of the columns ``c0:c1`` over the rows ``order[p0:p1]``: column ``c <
-    len(feats)`` is dense feature ``feats[c]`` (into ``hd``), the others are bundles (into
-    ``hb``)."""
-    nd = feats.shape[0]
-    if c0 < nd:
-        _dense_features(codes, ordered, order, p0, p1, feats, c0, min(c1, nd), hd)
-    if c1 > nd:
-        _dense_features(bcodes, ordered, order, p0, p1, bfeats, max(c0, nd) - nd, c1 - nd, hb)
-
-
-@njit(cache=True, nogil=True)
-def _add_parts(parts, h):  # pragma: no cover
-    """``h (B, K) = parts[0] + parts[1] + ...``, in that order."""
-    for b in range(h.shape[0]):
-        for k in range(h.shape[1]):
-            acc = parts[0, b, k]
-            for q in range(1, parts.shape[0]):
-                acc += parts[q, b, k]
-            h[b, k] = acc
-
-
-@njit(cache=True, nogil=True)
-def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                 sparse_feats, default, ordered, starts, ends, bufs, chunk_first):  # pragma: no cover
-    """Node ``j``'s partial histograms (row chunks) added in chunk order, then its sparse
-    features from bundles or row-sparse lists."""
-    h = out[slots[j]]
-    q0, q1 = part_first[j], part_first[j + 1]
-    if q1 > q0:
-        for i in range(feats.shape[0]):
-            _add_parts(part_d[q0:q1, feats[i]], h[feats[i]])
-        for c in range(part_b.shape[1]):
-            _add_parts(part_b[q0:q1, c], wb[j, c])
-    if sparse_feats.shape[0] == 0:
-        return
-    if wb.shape[1] > 0:
-        _unpack_bundles(wb[j], vfeat, vcode, sparse_feats, default, ordered, starts[j], ends[j], h)
-    else:
-        _sparse_reduce(bufs, chunk_first[j], chunk_first[j + 1], sparse_feats, default,
-                       ordered, starts[j], ends[j], h)
 
 
 @njit(cache=True, nogil=True)
@@ -394,15 +356,16 @@ def _column_tasks(starts, ends, n_columns, fblock, max_row_columns, chunk_rows,
 
 @njit(cache=True, nogil=True)
 def _column_task(codes, bcodes, feats, bfeats, ordered, order, p0, p1, c0, c1, hd,
-                 hb):  # pragma: no cover
+                 hb, bvalues):  # pragma: no cover
     """Histograms of the columns ``c0:c1`` over the rows ``order[p0:p1]``: column ``c <
     len(feats)`` is dense feature ``feats[c]`` (into ``hd``), the others are bundles (into
     ``hb``)."""
     nd = feats.shape[0]
     if c0 < nd:
-        _dense_features(codes, ordered, order, p0, p1, feats, c0, min(c1, nd), hd)
+        _dense_features(codes, ordered, order, p0, p1, feats, c0, min(c1, nd), hd, _ALL)
     if c1 > nd:
-        _dense_features(bcodes, ordered, order, p0, p1, bfeats, max(c0, nd) - nd, c1 - nd, hb)
+        _dense_features(bcodes, ordered, order, p0, p1, bfeats, max(c0, nd) - nd, c1 - nd, hb,
+                        bvalues)
 
 
 @njit(cache=True, nogil=True)
@@ -418,7 +381,7 @@ def _add_parts(parts, h):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                 sparse_feats, default, ordered, starts, ends, bufs,
+                 bvalues, sparse_feats, default, ordered, starts, ends, bufs,
                  chunk_first):  # pragma: no cover
     """Node ``j``'s partial histograms (row chunks) added in chunk order, then its sparse
     features from bundles or row-sparse lists."""
@@ -428,12 +391,11 @@ def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vc
         for i in range(feats.shape[0]):
             _add_parts(part_d[q0:q1, feats[i]], h[feats[i]])
         for c in range(part_b.shape[1]):
-            _add_parts(part_b[q0:q1, c], wb[j, c])
+            _add_parts(part_b[q0:q1, c, :bvalues[c]], wb[j, c, :bvalues[c]])
     if sparse_feats.shape[0] == 0:
         return
     if wb.shape[1] > 0:
-        _unpack_bundles(wb[j], vfeat, vcode, sparse_feats, default, ordered, starts[j],
-                        ends[j], h)
+        _unpack_bundles(wb[j], vfeat, vcode, bvalues, sparse_feats, default, ordered, h)
     else:
         _sparse_reduce(bufs, chunk_first[j], chunk_first[j + 1], sparse_feats, default,
                        ordered, starts[j], ends[j], h)
@@ -467,7 +429,7 @@ def _hist_plan(starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bi
 
 @njit(parallel=True, cache=True, nogil=True)
 def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bcodes, vfeat,
-              vcode, indptr, feat, code, default, sparse_feats, sparse_bins,
+              vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins,
               sizes):  # pragma: no cover
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
         starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, stats.shape[1],
@@ -483,18 +445,18 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
             hd = out[slots[j]] if q < 0 else part_d[q]
             hb = wb[j] if q < 0 else part_b[q]
             _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                         t_c0[t], t_c1[t], hd, hb)
+                         t_c0[t], t_c1[t], hd, hb, bvalues)
         else:
             c = t - n_col
             _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
     for j in prange(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                     sparse_feats, default, ordered, starts, ends, bufs, chf)
+                     bvalues, sparse_feats, default, ordered, starts, ends, bufs, chf)
 
 
 @njit(cache=True, nogil=True)
 def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bcodes, vfeat,
-              vcode, indptr, feat, code, default, sparse_feats, sparse_bins,
+              vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins,
               sizes):  # pragma: no cover
     """:func:`_hist_par` on one thread: the same tasks, the same sums."""
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
@@ -509,15 +471,14 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         hd = out[slots[j]] if q < 0 else part_d[q]
         hb = wb[j] if q < 0 else part_b[q]
         _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                     t_c0[t], t_c1[t], hd, hb)
+                     t_c0[t], t_c1[t], hd, hb, bvalues)
     for c in range(ch0.shape[0]):
         _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
     for j in range(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                     sparse_feats, default, ordered, starts, ends, bufs, chf)
+                     bvalues, sparse_feats, default, ordered, starts, ends, bufs, chf)
 
 
-_NO_INT = np.zeros(0, dtype=np.int64)
 _NO_CODES = np.zeros((0, 0), dtype=np.uint8, order="F")
 
 
@@ -543,7 +504,8 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     sc = sparse_codes
     if sc is None:
         feats = np.arange(codes.shape[1], dtype=np.int64)
-        bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1), dtype=np.uint8))
+        bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1), dtype=np.uint8),
+                   _NO_INT)
         lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
         tail = (np.zeros(codes.shape[1], dtype=np.uint8), _NO_INT, 1)
         per_row = feats.size
@@ -551,12 +513,12 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
         feats = sc.dense_features
         tail = (sc.default_bin, sc.sparse_features, sc.sparse_bins)
         if sc.n_bundles:
-            bundles = (sc.bundle_codes, sc.bundle_feature, sc.bundle_code)
+            bundles = (sc.bundle_codes, sc.bundle_feature, sc.bundle_code, sc.bundle_values)
             lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
             per_row = feats.size + sc.n_bundles
         else:
             bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64),
-                       np.zeros((0, 1), dtype=np.uint8))
+                       np.zeros((0, 1), dtype=np.uint8), _NO_INT)
             lists = (sc.indptr, sc.feature, sc.code)
             per_row = feats.size + sc.mean_nnz
     n_columns = feats.size + bundles[0].shape[1]
