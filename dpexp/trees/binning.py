@@ -23,6 +23,7 @@ codes of the stored non-zeros are kept (column-compressed), with each feature's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -84,7 +85,7 @@ class SparseFeatureCodes:
     def n_bundles(self) -> int:
         return 0 if self.bundle_codes is None else int(self.bundle_codes.shape[1])
 
-    @property
+    @cached_property
     def bundle_values(self) -> np.ndarray:
         """Values used by each bundle (1 + its largest value; adult's are 2 to 34 of
         256): the histogram kernels clear and scan only these."""

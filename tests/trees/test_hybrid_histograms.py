@@ -36,6 +36,7 @@ def test_one_hot_columns_become_exclusive_bundles():
     assert sc.dense_features.tolist() == [0, 1, 2, 3, 4]
     assert sorted(sc.sparse_features.tolist()) == list(range(5, 35))
     assert sc.n_bundles == 1 and sc.indptr is None
+    assert sc.bundle_values.tolist() == [31]  # "all at default" plus one value per column
     # every row's bundle value names exactly its hot column
     hot = np.argmax(codes[:, 5:35], axis=1) + 5
     v = sc.bundle_codes[:, 0]
