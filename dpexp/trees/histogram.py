@@ -131,23 +131,25 @@ def _gather(stats, order, s, e, ordered):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values):  # pragma: no cover
-    """Histograms ``h[f] (B, K)`` of the features ``f in feats[i0:i1]`` over the rows
-    ``order[s:e]``; only bins below ``n_values[f]`` are cleared first (all of them when
-    ``n_values`` is empty)."""
+def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
+                    slots):  # pragma: no cover
+    """Histograms ``h[slots[i]] (B, K)`` of the features ``feats[i]``, ``i in i0:i1``, over
+    the rows ``order[s:e]``; only bins below ``n_values[feats[i]]`` are cleared first (all
+    of them when ``n_values`` is empty)."""
     k_stats = ordered.shape[0]
     for i in range(i0, i1):
         f = feats[i]
         nz = h.shape[1] if n_values.shape[0] == 0 else n_values[f]
         for b in range(nz):
             for k in range(k_stats):
-                h[f, b, k] = 0.0
+                h[slots[i], b, k] = 0.0
     i = i0
     if k_stats == 2:
         og = ordered[0]
         oh = ordered[1]
         while i + 4 <= i1:
             fa, fb, fc, fd = feats[i], feats[i + 1], feats[i + 2], feats[i + 3]
+            sa, sb, sc, sd = slots[i], slots[i + 1], slots[i + 2], slots[i + 3]
             for p in range(s, e):
                 r = order[p]
                 gp = og[p]
@@ -156,41 +158,42 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values):  #
                 bb = codes[r, fb]
                 bc = codes[r, fc]
                 bd = codes[r, fd]
-                h[fa, ba, 0] += gp
-                h[fa, ba, 1] += hp
-                h[fb, bb, 0] += gp
-                h[fb, bb, 1] += hp
-                h[fc, bc, 0] += gp
-                h[fc, bc, 1] += hp
-                h[fd, bd, 0] += gp
-                h[fd, bd, 1] += hp
+                h[sa, ba, 0] += gp
+                h[sa, ba, 1] += hp
+                h[sb, bb, 0] += gp
+                h[sb, bb, 1] += hp
+                h[sc, bc, 0] += gp
+                h[sc, bc, 1] += hp
+                h[sd, bd, 0] += gp
+                h[sd, bd, 1] += hp
             i += 4
         if i + 2 <= i1:
             fa, fb = feats[i], feats[i + 1]
+            sa, sb = slots[i], slots[i + 1]
             for p in range(s, e):
                 r = order[p]
                 gp = og[p]
                 hp = oh[p]
                 ba = codes[r, fa]
                 bb = codes[r, fb]
-                h[fa, ba, 0] += gp
-                h[fa, ba, 1] += hp
-                h[fb, bb, 0] += gp
-                h[fb, bb, 1] += hp
+                h[sa, ba, 0] += gp
+                h[sa, ba, 1] += hp
+                h[sb, bb, 0] += gp
+                h[sb, bb, 1] += hp
             i += 2
         while i < i1:  # the last feature, still without an inner k loop
-            f = feats[i]
+            f, sf = feats[i], slots[i]
             for p in range(s, e):
                 b = codes[order[p], f]
-                h[f, b, 0] += og[p]
-                h[f, b, 1] += oh[p]
+                h[sf, b, 0] += og[p]
+                h[sf, b, 1] += oh[p]
             i += 1
     for ii in range(i, i1):
-        f = feats[ii]
+        f, sf = feats[ii], slots[ii]
         for p in range(s, e):
             b = codes[order[p], f]
             for k in range(k_stats):
-                h[f, b, k] += ordered[k, p]
+                h[sf, b, k] += ordered[k, p]
 
 
 @njit(cache=True, nogil=True)
@@ -355,17 +358,18 @@ def _column_tasks(starts, ends, n_columns, fblock, max_row_columns, chunk_rows,
 
 
 @njit(cache=True, nogil=True)
-def _column_task(codes, bcodes, feats, bfeats, ordered, order, p0, p1, c0, c1, hd,
+def _column_task(codes, bcodes, feats, bfeats, ordered, order, p0, p1, c0, c1, hd, dslots,
                  hb, bvalues):  # pragma: no cover
     """Histograms of the columns ``c0:c1`` over the rows ``order[p0:p1]``: column ``c <
     len(feats)`` is dense feature ``feats[c]`` (into ``hd``), the others are bundles (into
     ``hb``)."""
     nd = feats.shape[0]
     if c0 < nd:
-        _dense_features(codes, ordered, order, p0, p1, feats, c0, min(c1, nd), hd, _ALL)
+        _dense_features(codes, ordered, order, p0, p1, feats, c0, min(c1, nd), hd, _ALL,
+                        dslots)
     if c1 > nd:
         _dense_features(bcodes, ordered, order, p0, p1, bfeats, max(c0, nd) - nd, c1 - nd, hb,
-                        bvalues)
+                        bvalues, bfeats)
 
 
 @njit(cache=True, nogil=True)
@@ -389,7 +393,7 @@ def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vc
     q0, q1 = part_first[j], part_first[j + 1]
     if q1 > q0:
         for i in range(feats.shape[0]):
-            _add_parts(part_d[q0:q1, feats[i]], h[feats[i]])
+            _add_parts(part_d[q0:q1, i], h[feats[i]])
         for c in range(part_b.shape[1]):
             _add_parts(part_b[q0:q1, c, :bvalues[c]], wb[j, c, :bvalues[c]])
     if sparse_feats.shape[0] == 0:
@@ -414,7 +418,8 @@ def _hist_plan(starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bi
     tasks = _column_tasks(starts, ends, feats.shape[0] + n_bundles, sizes[0], sizes[1],
                           sizes[2], sizes[3])
     n_parts = tasks[6][nb]
-    part_d = np.empty((n_parts if feats.shape[0] > 0 else 0, out.shape[1], out.shape[2],
+    # partial histograms of the dense features, by position in feats (not feature id)
+    part_d = np.empty((n_parts if feats.shape[0] > 0 else 0, feats.shape[0], out.shape[2],
                        k_stats))
     part_b = np.empty((n_parts if n_bundles > 0 else 0, n_bundles, BUNDLE_VALUES, k_stats))
     wb = np.empty((nb if n_bundles > 0 else 0, n_bundles, BUNDLE_VALUES, k_stats))
@@ -436,6 +441,7 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
     bfeats = np.arange(bcodes.shape[1])
+    dpos = np.arange(feats.shape[0])
     for g in prange(g0.shape[0]):
         _gather(stats, order, g0[g], g1[g], ordered)
     n_col = t_node.shape[0]
@@ -443,9 +449,10 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         if t < n_col:
             j, q = t_node[t], t_part[t]
             hd = out[slots[j]] if q < 0 else part_d[q]
+            ds = feats if q < 0 else dpos
             hb = wb[j] if q < 0 else part_b[q]
             _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                         t_c0[t], t_c1[t], hd, hb, bvalues)
+                         t_c0[t], t_c1[t], hd, ds, hb, bvalues)
         else:
             c = t - n_col
             _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
@@ -464,14 +471,16 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
     bfeats = np.arange(bcodes.shape[1])
+    dpos = np.arange(feats.shape[0])
     for g in range(g0.shape[0]):
         _gather(stats, order, g0[g], g1[g], ordered)
     for t in range(t_node.shape[0]):
         j, q = t_node[t], t_part[t]
         hd = out[slots[j]] if q < 0 else part_d[q]
+        ds = feats if q < 0 else dpos
         hb = wb[j] if q < 0 else part_b[q]
         _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                     t_c0[t], t_c1[t], hd, hb, bvalues)
+                     t_c0[t], t_c1[t], hd, ds, hb, bvalues)
     for c in range(ch0.shape[0]):
         _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
     for j in range(starts.shape[0]):
