@@ -248,7 +248,7 @@ class _DPBoostMixin:
                 grown = grow_tree(
                     data, stats, keep, self.mapper_, max_depth=D,
                     split_policy=split, leaf_policy=leaf, rng=tree_rngs[t - 1],
-                    accountant=acc, label=f"tree {t}", workspace=workspace,
+                    accountant=acc, label=f"tree {t}", workspace=workspace, unit_last=True,
                 )
             self._update_scores(grown, data, X, F)
             trees.append(grown.tree)
@@ -313,6 +313,7 @@ class _NPMixin:
             grown = grow_tree(
                 data, stats, rows, self.mapper_, max_depth=int(self.max_depth),
                 split_policy=split, leaf_policy=leaf, rng=rng, workspace=workspace,
+                unit_last=True,
             )
             self._update_scores(grown, data, X, F, grown_on_all_rows=True)
             trees.append(grown.tree)

@@ -210,7 +210,8 @@ class NoisyCountSplit:
                       for i, j in enumerate(js)]
         for sel, nc in groups:
             f, b, gain = best_splits(np.ascontiguousarray(ctx.hist[sel]), float(self.reg_lambda),
-                                     nc, 1e-3, float(self.min_samples_leaf), _EMPTY_COUNTS)
+                                     nc, 1e-3, float(self.min_samples_leaf), _EMPTY_COUNTS,
+                                     ctx.totals[sel])
             ok = gain > 0
             feat[sel[ok]], bins[sel[ok]] = f[ok], b[ok]
         return feat, bins

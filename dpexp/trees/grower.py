@@ -157,7 +157,7 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots,
         return
     dense_hist_into(data.codes, stats, order, starts, ends, out, slots,
                     sparse_codes=data.sparse_codes(), scratch=rows_io.stats,
-                    gathered=rows_io.gathered)
+                    gathered=rows_io.gathered, unit_last=rows_io.unit_last)
 
 
 def grow_tree(
@@ -174,6 +174,7 @@ def grow_tree(
     n_outputs: int = 1,
     label: str = "",
     workspace: GrowWorkspace | None = None,
+    unit_last: bool = False,
 ) -> GrownTree:
     """Grow one tree level-wise on the rows ``rows`` of ``data``.
 
@@ -183,6 +184,9 @@ def grow_tree(
 
     ``workspace``: scratch arrays to reuse from the previous tree of the same fit (the
     returned tree's ``order`` then lives in it: read it before the next tree is grown).
+    ``unit_last``: the caller promises ``stats[:, -1] == 1`` for every row (GBDT with
+    ``h = 1``, Li et al. 2020 Section 4); that statistic is then counted, not stored, read
+    or moved with the rows: the same histograms, one statistic less to move and read.
 
     Node ids are assigned as :class:`~dpexp.trees.tree.TreeBuilder` would (root 0, the
     children of the split nodes of a depth in order, left then right), but the tree's
@@ -197,7 +201,7 @@ def grow_tree(
         order = order.copy()  # partitioned in place below; large dense tables are not
     # dense data: the statistics gathered once in row order, then moved along with their
     # rows by every partition, so histograms read them in order, never at random
-    rows_io = None if data.is_sparse else _RowBuffers(stats, order, workspace)
+    rows_io = None if data.is_sparse else _RowBuffers(stats, order, workspace, unit_last)
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -309,9 +313,10 @@ class _RowBuffers:
     positions, so the choice never changes a result."""
 
     def __init__(self, stats: np.ndarray, order: np.ndarray,
-                 workspace: GrowWorkspace | None = None) -> None:
+                 workspace: GrowWorkspace | None = None, unit_last: bool = False) -> None:
         ws = workspace or GrowWorkspace()
-        m, k = order.size, stats.shape[1]
+        self.unit_last = bool(unit_last) and stats.shape[1] > 0
+        m, k = order.size, stats.shape[1] - int(self.unit_last)
         self.order = order
         self._given = order  # may be the caller's array: read, never written
         self._ws = ws

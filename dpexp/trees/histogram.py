@@ -48,6 +48,9 @@ HIST_PARALLEL_MIN_WORK = 1 << 16
 LEVEL_PARALLEL_MIN_WORK = 1 << 18
 # Row partitions go parallel (chunks of rows, two passes) from this many rows in one call.
 PARTITION_PARALLEL_MIN_ROWS = 1 << 17
+# The greedy split search goes parallel from this many candidates (node x bin) in a level
+# (~5 ns each: 80 us of serial work, e.g. 8 nodes of covtype's 2,584 candidates).
+SPLIT_PARALLEL_MIN_CANDIDATES = 1 << 14
 # From this many rows a tree keeps its statistics in row order, moved along by every
 # partition: below it the table is cache-resident and gathering them per build is cheaper.
 MOVE_STATS_MIN_ROWS = 1 << 17
@@ -116,17 +119,23 @@ def gather_rows(stats, order, ordered):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _gather(stats, order, s, e, ordered):  # pragma: no cover
-    """``ordered[k, p] = stats[order[p], k]`` for ``p`` in ``s:e``."""
-    if stats.shape[1] == 2:  # the GBDT case: no inner loop
+    """``ordered[k, p] = stats[order[p], k]`` for ``p`` in ``s:e`` and the first
+    ``len(ordered)`` statistics (a unit last statistic is not stored)."""
+    if ordered.shape[0] == 2:  # the GBDT case: no inner loop
         og, oh = ordered[0], ordered[1]
         for p in range(s, e):
             r = order[p]
             og[p] = stats[r, 0]
             oh[p] = stats[r, 1]
         return
+    if ordered.shape[0] == 1:  # gradients, unit hessians
+        og = ordered[0]
+        for p in range(s, e):
+            og[p] = stats[order[p], 0]
+        return
     for p in range(s, e):
         r = order[p]
-        for k in range(stats.shape[1]):
+        for k in range(ordered.shape[0]):
             ordered[k, p] = stats[r, k]
 
 
@@ -135,8 +144,10 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
                     slots):  # pragma: no cover
     """Histograms ``h[slots[i]] (B, K)`` of the features ``feats[i]``, ``i in i0:i1``, over
     the rows ``order[s:e]``; only bins below ``n_values[feats[i]]`` are cleared first (all
-    of them when ``n_values`` is empty)."""
-    k_stats = ordered.shape[0]
+    of them when ``n_values`` is empty). ``ordered`` holds ``K`` statistics, or ``K - 1``
+    when the last one is 1 for every row (a row count: added, never read)."""
+    k_stats = h.shape[2]
+    stored = ordered.shape[0]
     for i in range(i0, i1):
         f = feats[i]
         nz = h.shape[1] if n_values.shape[0] == 0 else n_values[f]
@@ -144,16 +155,17 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
             for k in range(k_stats):
                 h[slots[i], b, k] = 0.0
     i = i0
-    if k_stats == 2:
+    if k_stats == 2:  # the GBDT case: (gradient, hessian) or (gradient, unit hessian)
+        unit = stored == 1
         og = ordered[0]
-        oh = ordered[1]
+        oh = ordered[stored - 1]
         while i + 4 <= i1:
             fa, fb, fc, fd = feats[i], feats[i + 1], feats[i + 2], feats[i + 3]
             sa, sb, sc, sd = slots[i], slots[i + 1], slots[i + 2], slots[i + 3]
             for p in range(s, e):
                 r = order[p]
                 gp = og[p]
-                hp = oh[p]
+                hp = 1.0 if unit else oh[p]
                 ba = codes[r, fa]
                 bb = codes[r, fb]
                 bc = codes[r, fc]
@@ -173,7 +185,7 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
             for p in range(s, e):
                 r = order[p]
                 gp = og[p]
-                hp = oh[p]
+                hp = 1.0 if unit else oh[p]
                 ba = codes[r, fa]
                 bb = codes[r, fb]
                 h[sa, ba, 0] += gp
@@ -186,29 +198,33 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
             for p in range(s, e):
                 b = codes[order[p], f]
                 h[sf, b, 0] += og[p]
-                h[sf, b, 1] += oh[p]
+                h[sf, b, 1] += 1.0 if unit else oh[p]
             i += 1
     for ii in range(i, i1):
         f, sf = feats[ii], slots[ii]
         for p in range(s, e):
             b = codes[order[p], f]
-            for k in range(k_stats):
+            for k in range(stored):
                 h[sf, b, k] += ordered[k, p]
+            if stored < k_stats:
+                h[sf, b, k_stats - 1] += 1.0
 
 
 @njit(cache=True, nogil=True)
 def _sparse_chunk(indptr, feat, code, ordered, order, p0, p1, buf):  # pragma: no cover
     """``buf (S, Bs, K)``: sums over the rows ``order[p0:p1]`` of their non-default
-    entries of the row-sparse features."""
-    k_stats = ordered.shape[0]
+    entries of the row-sparse features (``ordered``: as in :func:`_dense_features`)."""
+    k_stats = buf.shape[2]
+    stored = ordered.shape[0]
     buf[:] = 0.0
     if k_stats == 2:  # the GBDT case: two scalars per row, no inner loop
+        unit = stored == 1
         og = ordered[0]
-        oh = ordered[1]
+        oh = ordered[stored - 1]
         for p in range(p0, p1):
             r = order[p]
             gp = og[p]
-            hp = oh[p]
+            hp = 1.0 if unit else oh[p]
             for q in range(indptr[r], indptr[r + 1]):
                 i = feat[q]
                 b = code[q]
@@ -220,19 +236,24 @@ def _sparse_chunk(indptr, feat, code, ordered, order, p0, p1, buf):  # pragma: n
         for q in range(indptr[r], indptr[r + 1]):
             i = feat[q]
             b = code[q]
-            for k in range(k_stats):
+            for k in range(stored):
                 buf[i, b, k] += ordered[k, p]
+            if stored < k_stats:
+                buf[i, b, k_stats - 1] += 1.0
 
 
 @njit(cache=True, nogil=True)
 def _sparse_reduce(bufs, c0, c1, sparse_feats, default, ordered, s, e, h):  # pragma: no cover
     """The row-sparse features' histograms of one node: its chunks ``bufs[c0:c1]`` added
     in order, each default bin = node total - the other bins."""
-    k_stats = ordered.shape[0]
+    k_stats = h.shape[2]
+    stored = ordered.shape[0]
     tot = np.zeros(k_stats)
     for p in range(s, e):
-        for k in range(k_stats):
+        for k in range(stored):
             tot[k] += ordered[k, p]
+    if stored < k_stats:  # the unit last statistic: the row count
+        tot[k_stats - 1] = e - s
     n_bins = h.shape[1]
     sb = bufs.shape[2]
     for i in range(sparse_feats.shape[0]):
@@ -260,7 +281,7 @@ def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, ordered,
     bin = node total - the other bins. Every row has one value in bundle 0 (0 when all
     its members are at their defaults), so the node total is the sum of bundle 0's
     histogram."""
-    k_stats = ordered.shape[0]
+    k_stats = h.shape[2]
     tot = np.zeros(k_stats)
     for v in range(n_values[0]):
         for k in range(k_stats):
@@ -437,7 +458,7 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
               vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins,
               sizes):  # pragma: no cover
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
-        starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, stats.shape[1],
+        starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
         sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
     bfeats = np.arange(bcodes.shape[1])
@@ -467,7 +488,7 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
               sizes):  # pragma: no cover
     """:func:`_hist_par` on one thread: the same tasks, the same sums."""
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
-        starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, stats.shape[1],
+        starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
         sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
     bfeats = np.arange(bcodes.shape[1])
@@ -492,7 +513,7 @@ _NO_CODES = np.zeros((0, 0), dtype=np.uint8, order="F")
 
 
 def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_codes=None,
-                    scratch=None, fblock=None, gathered=False) -> None:
+                    scratch=None, fblock=None, gathered=False, unit_last=False) -> None:
     """Write the histogram of node ``j`` (rows ``order[starts[j]:ends[j]]``) into
     ``out[slots[j]]`` from dense ``codes (n, d)`` (column-major is fastest).
 
@@ -501,15 +522,19 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     ``codes``); ``scratch``: optional ``(K, len(order))`` float64 buffer for the gathered
     statistics, reused across calls; ``gathered``: ``scratch[:, p]`` already holds
     ``stats[order[p]]`` for the nodes' positions (:func:`partition_dense` keeps it so),
-    the build then reads the statistics in order only.
+    the build then reads the statistics in order only; ``unit_last``: the last statistic
+    is 1 for every row (e.g. unit hessians), so it is counted, never stored or read
+    (``scratch`` then has ``K - 1`` rows).
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
-    k_stats = stats.shape[1]
-    if scratch is None or scratch.shape != (k_stats, order.shape[0]):
+    stored = stats.shape[1] - int(bool(unit_last))
+    if out.shape[3] != stats.shape[1]:
+        raise ValueError(f"out has {out.shape[3]} statistics, stats {stats.shape[1]}")
+    if scratch is None or scratch.shape != (stored, order.shape[0]):
         if gathered:
             raise ValueError("gathered=True needs the (K, len(order)) scratch it refers to")
-        scratch = np.empty((k_stats, order.shape[0]))
+        scratch = np.empty((stored, order.shape[0]))
     sc = sparse_codes
     if sc is None:
         feats = np.arange(codes.shape[1], dtype=np.int64)
@@ -541,12 +566,13 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
 
 
 def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,
-                     sparse_codes=None):
+                     sparse_codes=None, unit_last=False):
     """Histograms ``(len(starts), d, n_bins, K)`` of the nodes over dense ``codes``."""
     nb = np.asarray(starts).shape[0]
     out = np.empty((nb, codes.shape[1], n_bins, stats.shape[1]))
     dense_hist_into(codes, np.ascontiguousarray(stats, dtype=np.float64), order, starts, ends,
-                    out, np.arange(nb), sparse_codes=sparse_codes, fblock=fblock)
+                    out, np.arange(nb), sparse_codes=sparse_codes, fblock=fblock,
+                    unit_last=unit_last)
     return out
 
 
@@ -685,6 +711,15 @@ def _scatter_chunk(order, ordered, mask, lo, hi, left_at, right_at, out,
             out[dest] = order[p]
             tg[dest] = og[p]
             th[dest] = oh[p]
+            nl += m
+        return
+    if k_stats == 1:  # gradients with unit hessians (not stored)
+        og, tg = ordered[0], out_ordered[0]
+        for p in range(lo, hi):
+            m = np.int64(mask[p])
+            dest = m * (left_at + nl) + (1 - m) * (right_at + (p - lo - nl))
+            out[dest] = order[p]
+            tg[dest] = og[p]
             nl += m
         return
     for p in range(lo, hi):
@@ -911,42 +946,50 @@ def split_gains(hist, lam, n_valid) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _best_task(hist, lam, n_valid, mcw, mcc, counts, j, f):  # pragma: no cover
-    """Best (gain, bin) of feature ``f`` of node ``j``; (-inf, -1) when none is valid."""
+def _best_block(hist, lam, n_valid, mcw, mcc, counts, totals, j, f0, f1, best_gain,
+                best_bin):  # pragma: no cover
+    """Best (gain, bin) of the features ``f0:f1`` of node ``j`` into ``best_gain[j, f]``,
+    ``best_bin[j, f]``; (-inf, -1) when none is valid. The parent's sums are
+    ``totals[j]`` when given (every feature then sees the same parent), else each
+    feature's own bin sums. One call per block of features: a call per (node, feature)
+    cost more than the search of a binary feature itself."""
     n_bins = hist.shape[2]
     use_counts = counts.shape[0] > 0
-    gt = 0.0
-    ht = 0.0
-    ct = 0.0
-    for b in range(n_bins):
-        gt += hist[j, f, b, 0]
-        ht += hist[j, f, b, 1]
-        if use_counts:
-            ct += counts[j, f, b]
-    if not use_counts:
+    use_totals = totals.shape[0] > 0
+    gt = totals[j, 0] if use_totals else 0.0
+    ht = totals[j, 1] if use_totals else 0.0
+    for f in range(f0, f1):
+        if not use_totals:
+            gt = 0.0
+            ht = 0.0
+            for b in range(n_bins):
+                gt += hist[j, f, b, 0]
+                ht += hist[j, f, b, 1]
         ct = ht
-    parent = gt * gt / (ht + lam)
-    gl = 0.0
-    hl = 0.0
-    cl = 0.0
-    best = -np.inf
-    arg = -1
-    for b in range(n_valid[f]):
-        gl += hist[j, f, b, 0]
-        hl += hist[j, f, b, 1]
-        cl += counts[j, f, b] if use_counts else hist[j, f, b, 1]
-        hr = ht - hl
-        cr = ct - cl
-        if hl < mcw or hr < mcw:
-            continue
-        if cl < mcc or cr < mcc:
-            continue
-        gr = gt - gl
-        gain = gl * gl / (hl + lam) + gr * gr / (hr + lam) - parent
-        if gain > best:
-            best = gain
-            arg = b
-    return best, arg
+        if use_counts:
+            ct = 0.0
+            for b in range(n_bins):
+                ct += counts[j, f, b]
+        parent = gt * gt / (ht + lam)
+        gl = 0.0
+        hl = 0.0
+        cl = 0.0
+        best = -np.inf
+        arg = -1
+        for b in range(n_valid[f]):
+            gl += hist[j, f, b, 0]
+            hl += hist[j, f, b, 1]
+            cl = cl + counts[j, f, b] if use_counts else hl
+            hr = ht - hl
+            cr = ct - cl
+            gr = gt - gl
+            gain = gl * gl / (hl + lam) + gr * gr / (hr + lam) - parent
+            bad = (hl < mcw) | (hr < mcw) | (cl < mcc) | (cr < mcc)
+            if (not bad) & (gain > best):  # one branch, mostly not taken
+                best = gain
+                arg = b
+        best_gain[j, f] = best
+        best_bin[j, f] = arg
 
 
 @njit(cache=True, nogil=True)
@@ -965,44 +1008,54 @@ def _reduce_best(best_gain, best_bin):  # pragma: no cover
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _best_par(hist, lam, n_valid, mcw, mcc, counts):  # pragma: no cover
+def _best_par(hist, lam, n_valid, mcw, mcc, counts, totals, fblock):  # pragma: no cover
     nb, d = hist.shape[0], hist.shape[1]
     best_gain = np.empty((nb, d))
     best_bin = np.empty((nb, d), dtype=np.int64)
-    for task in prange(nb * d):
-        j = task // d
-        f = task % d
-        best_gain[j, f], best_bin[j, f] = _best_task(hist, lam, n_valid, mcw, mcc, counts, j, f)
+    n_blocks = (d + fblock - 1) // fblock
+    for task in prange(nb * n_blocks):
+        j = task // n_blocks
+        f0 = (task % n_blocks) * fblock
+        _best_block(hist, lam, n_valid, mcw, mcc, counts, totals, j, f0, min(f0 + fblock, d),
+                    best_gain, best_bin)
     return _reduce_best(best_gain, best_bin)
 
 
 @njit(cache=True, nogil=True)
-def _best_ser(hist, lam, n_valid, mcw, mcc, counts):  # pragma: no cover
+def _best_ser(hist, lam, n_valid, mcw, mcc, counts, totals, fblock):  # pragma: no cover
     nb, d = hist.shape[0], hist.shape[1]
     best_gain = np.empty((nb, d))
     best_bin = np.empty((nb, d), dtype=np.int64)
     for j in range(nb):
-        for f in range(d):
-            best_gain[j, f], best_bin[j, f] = _best_task(hist, lam, n_valid, mcw, mcc, counts,
-                                                         j, f)
+        _best_block(hist, lam, n_valid, mcw, mcc, counts, totals, j, 0, d, best_gain,
+                    best_bin)
     return _reduce_best(best_gain, best_bin)
 
 
-def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts):
+_NO_TOTALS = np.zeros((0, 2))
+
+
+def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, totals=None):
     """Greedy (non-private) best candidate per node with its gain improvement.
 
     Improvement = G(I_L, I_R) - (sum g)^2 / (H + lambda) (Eq. 3 minus the parent term).
     Children must have hessian sum >= ``min_child_weight`` and, when ``counts`` (a
     ``(nb, d, B)`` count histogram, or an empty array meaning "hessian = count") is given,
-    at least ``min_child_count`` rows. Returns (feature, bin, improvement); feature -1
-    when no valid candidate.
+    at least ``min_child_count`` rows. ``totals (nb, 2)``: the nodes' (gradient, hessian)
+    sums, the parent of every candidate (default: each feature's own bin sums; both are
+    the node's sums, up to rounding). Returns (feature, bin, improvement); feature -1
+    when no valid candidate. Ties go to the lowest feature, then the lowest bin.
     """
-    args = (np.ascontiguousarray(hist, dtype=np.float64), float(lam),
-            np.asarray(n_valid, dtype=np.int64), float(min_child_weight),
-            float(min_child_count), np.asarray(counts, dtype=np.float64))
-    if use_parallel(hist.size, LEVEL_PARALLEL_MIN_WORK):
-        return _best_par(*args)
-    return _best_ser(*args)
+    hist = np.ascontiguousarray(hist, dtype=np.float64)
+    totals = (_NO_TOTALS if totals is None
+              else np.ascontiguousarray(np.asarray(totals, dtype=np.float64)[:, :2]))
+    if totals.shape[0] not in (0, hist.shape[0]):
+        raise ValueError(f"totals has {totals.shape[0]} rows for {hist.shape[0]} nodes")
+    args = (hist, float(lam), np.asarray(n_valid, dtype=np.int64), float(min_child_weight),
+            float(min_child_count), np.asarray(counts, dtype=np.float64), totals)
+    if use_parallel(int(np.sum(n_valid)) * hist.shape[0], SPLIT_PARALLEL_MIN_CANDIDATES):
+        return _best_par(*args, FEATURE_BLOCK)
+    return _best_ser(*args, FEATURE_BLOCK)
 
 
 # ----------------------------------------------------------------------------- predict

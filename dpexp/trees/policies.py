@@ -43,6 +43,7 @@ class GreedySplit:
         feat, bins, gains = best_splits(
             ctx.hist, float(self.reg_lambda), ctx.n_candidates,
             float(self.min_child_weight), float(self.min_samples_leaf), _EMPTY_COUNTS,
+            ctx.totals,
         )
         leaf = ~(gains > self.min_gain)
         feat[leaf] = -1

@@ -85,3 +85,29 @@ def test_dense_only_data_has_no_sparse_features():
     rng = np.random.default_rng(0)
     codes = np.asfortranarray(rng.integers(0, 200, size=(500, 7)).astype(np.uint8))
     assert sparse_feature_codes(codes) is None
+
+
+@pytest.mark.parametrize("k_stats", [1, 2, 3])
+@pytest.mark.parametrize("n_words", [0, 40])
+def test_unit_last_statistic_is_counted_bit_for_bit(monkeypatch, k_stats, n_words):
+    """A last statistic of 1 for every row (unit hessians) counted instead of read gives
+    exactly the histograms of reading it, on every kernel path."""
+    rng = np.random.default_rng(10 + k_stats + n_words)
+    codes = _mixed_codes(rng, n_words=n_words)
+    sc = sparse_feature_codes(codes)
+    stats = rng.normal(size=(codes.shape[0], k_stats))
+    stats[:, -1] = 1.0
+    order = np.sort(rng.choice(codes.shape[0], 2600, replace=False)).astype(np.int64)
+    starts, ends = np.array([0, 900, 900, 2000]), np.array([900, 900, 2000, 2600])
+    for min_work, chunk in ((1 << 60, 8192), (0, 97)):
+        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
+        monkeypatch.setattr(H, "HIST_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(H, "SPARSE_CHUNK_ROWS", chunk)
+        for sparse in (sc, None):
+            read = H.build_hist_dense(codes, stats, order, starts, ends, 40, sparse_codes=sparse)
+            counted = H.build_hist_dense(codes, stats, order, starts, ends, 40,
+                                         sparse_codes=sparse, unit_last=True)
+            np.testing.assert_array_equal(counted, read)
+    with pytest.raises(ValueError, match="statistics"):
+        H.dense_hist_into(codes, stats, order, starts, ends,
+                          np.empty((4, codes.shape[1], 40, k_stats + 1)), np.arange(4))

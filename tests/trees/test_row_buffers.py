@@ -137,3 +137,28 @@ def test_histogram_task_plans_are_exact(monkeypatch, max_row_columns, chunk):
         for f in range(9):
             np.add.at(expect[j, f], codes[order[s:e], f], stats[order[s:e]])
     np.testing.assert_allclose(got[0], expect, atol=1e-9)
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_unit_hessians_counted_grow_the_same_tree(monkeypatch, large):
+    """``unit_last=True`` (hessians of 1 counted, not stored or moved) grows bit for bit
+    the tree of reading them, on the small- and the large-table path."""
+    rng = np.random.default_rng(8)
+    data, y, m = _mixed_table(rng, 4000)
+    rows = np.sort(rng.choice(4000, 2900, replace=False))
+    if large:
+        monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
+        monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
+        monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
+        monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)
+    stats = np.column_stack([-y + 0.25 * np.cos(np.arange(y.size)), np.ones_like(y)])
+    grown = [G.grow_tree(data, stats, rows, m, max_depth=5, split_policy=GreedySplit(0.1),
+                         leaf_policy=NewtonLeaf(0.1), rng=np.random.default_rng(0),
+                         unit_last=unit)
+             for unit in (False, True)]
+    read, counted = grown
+    for field in ("feature", "threshold", "child_start", "value"):
+        np.testing.assert_array_equal(getattr(read.tree, field), getattr(counted.tree, field))
+    for seg in ("leaf_start", "leaf_end", "leaf_node"):
+        np.testing.assert_array_equal(getattr(read, seg), getattr(counted, seg))
+    np.testing.assert_array_equal(read.order, counted.order)
