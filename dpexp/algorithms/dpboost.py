@@ -108,18 +108,24 @@ def per_tree_budget(mode: str, epsilon: float, n_trees: int, trees_per_ensemble:
 LOSSES = ("square", "logistic")
 
 
-def gradients(F: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
+def gradients(F: np.ndarray, y: np.ndarray, loss: str, out: np.ndarray | None = None
+              ) -> np.ndarray:
     """First-order gradients ``g`` at the scores ``F`` for labels ``y`` in [-1, 1].
 
     ``"square"``: ``l = (F - y)^2 / 2``, ``g = F - y`` (Section 4, g*_l = 1).
     ``"logistic"`` (classification, labels in {-1, 1}): ``l = log(1 + exp(-y F))``,
     ``g = -y / (1 + exp(y F))`` with ``|g| < 1`` -- the binary objective of the authors'
     LightGBM-based code, used with ``h = 1`` as Section 4 states for classification.
+    ``out``: written in place (e.g. a column of the statistics; no temporary array).
     """
     if loss == "square":
-        return F - y
+        return np.subtract(F, y, out=out)
     if loss == "logistic":
-        return -y / (1.0 + np.exp(np.clip(y * F, -700, 700)))
+        g = -y / (1.0 + np.exp(np.clip(y * F, -700, 700)))
+        if out is None:
+            return g
+        out[...] = g
+        return out
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
 
 
@@ -177,12 +183,10 @@ class _BoostingBase(BaseEstimator):
         self.diagnostics_ = diag
         return self
 
-    def _update_scores(self, grown, data, X, F, *, grown_on_all_rows: bool = False):
+    def _update_scores(self, grown, data, X, F):
         """``F += learning_rate * tree(x)`` in place for every training row."""
         lr = float(self.learning_rate)
-        if grown_on_all_rows:  # every row sits in one leaf segment: no tree walk
-            grown.add_to_scores(F, lr, grown_rows_only=True)
-        elif data.is_sparse:
+        if data.is_sparse:
             F += lr * grown.tree.value[apply_tree(grown.tree, prepare_predict_matrix(X)), 0]
         else:
             grown.add_to_scores(F, lr, data)
@@ -235,7 +239,7 @@ class _DPBoostMixin:
             # t_glc: the iteration index GLC decays with (the tree's 1-based position in
             # its ensemble when glc_per_ensemble, else t; only mode "dpboost" clips)
             t_glc = t if t_glc is None or not self.glc_per_ensemble else t_glc
-            stats[:, 0] = gradients(F, y, self.loss)
+            gradients(F, y, self.loss, out=stats[:, 0])
             keep = rows[gdf_mask(stats[rows, 0], g_star)] if bool(self.gdf) else rows
             offered.append(rows.size)
             used.append(keep.size)
@@ -309,13 +313,12 @@ class _NPMixin:
         trees = []
         workspace = GrowWorkspace()
         for _ in range(int(self.n_trees)):
-            stats[:, 0] = gradients(F, y, self.loss)
+            gradients(F, y, self.loss, out=stats[:, 0])
             grown = grow_tree(
                 data, stats, rows, self.mapper_, max_depth=int(self.max_depth),
                 split_policy=split, leaf_policy=leaf, rng=rng, workspace=workspace,
-                unit_last=True,
-            )
-            self._update_scores(grown, data, X, F, grown_on_all_rows=True)
+                unit_last=True, scores=F, score_scale=float(self.learning_rate),
+            )  # F += learning_rate * tree(x) for every row, done by the grower
             trees.append(grown.tree)
         return trees, {"n_instances_used": float(n), "n_instances_offered": float(n),
                        "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}

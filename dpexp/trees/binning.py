@@ -304,13 +304,22 @@ class BinMapper:
     def n_features(self) -> int:
         return len(self.thresholds)
 
-    @property
+    @cached_property
     def n_bins(self) -> np.ndarray:
         return np.array([len(t) + 1 for t in self.thresholds], dtype=np.int32)
 
     @property
     def max_bins(self) -> int:
         return int(self.n_bins.max()) if self.thresholds else 1
+
+    @cached_property
+    def threshold_table(self) -> np.ndarray:
+        """``(n_features, max_bins - 1)``: ``threshold_table[f, b] = thresholds[f][b]``,
+        NaN past a feature's last threshold (one fancy index for a level's splits)."""
+        table = np.full((self.n_features, max(self.max_bins - 1, 0)), np.nan)
+        for f, thr in enumerate(self.thresholds):
+            table[f, : len(thr)] = thr
+        return table
 
     def threshold(self, feature: int, bin_: int) -> float:
         """Split value of candidate (feature, bin): left iff ``x[feature] <= value``."""

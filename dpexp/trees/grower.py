@@ -31,12 +31,15 @@ import numpy as np
 from dpexp.trees.binning import BinMapper, BinnedData
 from dpexp.trees.histogram import (
     MOVE_STATS_MIN_ROWS,
+    DenseLayout,
     add_leaf_segments,
+    add_split_segments,
     add_tree_binned,
     apply_binned_dense,
     build_hist_sparse,
     child_totals,
     dense_hist_into,
+    dense_layout,
     gather_rows,
     is_sorted,
     node_totals,
@@ -137,6 +140,9 @@ class GrownTree:
         """
         value = np.ascontiguousarray(self.tree.value[:, 0])
         if grown_rows_only:
+            if self.order is None:
+                raise ValueError("this tree has no leaf segments (grown with scores=...: "
+                                 "its rows are scored already)")
             add_leaf_segments(self.order, self.leaf_start, self.leaf_end,
                               value[self.leaf_node], float(scale), scores)
             return
@@ -156,8 +162,8 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots,
         )
         return
     dense_hist_into(data.codes, stats, order, starts, ends, out, slots,
-                    sparse_codes=data.sparse_codes(), scratch=rows_io.stats,
-                    gathered=rows_io.gathered, unit_last=rows_io.unit_last)
+                    scratch=rows_io.stats, gathered=rows_io.gathered,
+                    unit_last=rows_io.unit_last, layout=rows_io.layout)
 
 
 def grow_tree(
@@ -175,6 +181,8 @@ def grow_tree(
     label: str = "",
     workspace: GrowWorkspace | None = None,
     unit_last: bool = False,
+    scores: np.ndarray | None = None,
+    score_scale: float = 1.0,
 ) -> GrownTree:
     """Grow one tree level-wise on the rows ``rows`` of ``data``.
 
@@ -187,6 +195,12 @@ def grow_tree(
     ``unit_last``: the caller promises ``stats[:, -1] == 1`` for every row (GBDT with
     ``h = 1``, Li et al. 2020 Section 4); that statistic is then counted, not stored, read
     or moved with the rows: the same histograms, one statistic less to move and read.
+
+    ``scores``: with ``n_outputs == 1``, ``scores[r] += score_scale * value[leaf(r)]``
+    for every row ``r`` the tree grows on (boosting's score update). With ``unit_last``
+    on dense data the rows of the last depth are then scored where they lie instead of
+    being partitioned first (the leaves' row counts come from the count statistic), so
+    the returned tree carries no leaf segments (``order`` is None).
 
     Node ids are assigned as :class:`~dpexp.trees.tree.TreeBuilder` would (root 0, the
     children of the split nodes of a depth in order, left then right), but the tree's
@@ -201,7 +215,8 @@ def grow_tree(
         order = order.copy()  # partitioned in place below; large dense tables are not
     # dense data: the statistics gathered once in row order, then moved along with their
     # rows by every partition, so histograms read them in order, never at random
-    rows_io = None if data.is_sparse else _RowBuffers(stats, order, workspace, unit_last)
+    rows_io = None if data.is_sparse else _RowBuffers(
+        stats, order, workspace, unit_last, dense_layout(data.codes, data.sparse_codes()))
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -220,6 +235,11 @@ def grow_tree(
     else:
         totals = node_totals(stats, order, 0, order.size).reshape(1, k_stats)
     leaves = _LeafCollector()
+    if scores is not None and n_outputs != 1:
+        raise ValueError(f"scores need n_outputs == 1, got {n_outputs}")
+    # the last depth's splits, scored without a partition: (starts, ends, feats, bins)
+    fuse_last = scores is not None and rows_io is not None and rows_io.unit_last
+    last_splits = None
 
     for depth in range(max_depth + 1):
         n_rows = ends - starts
@@ -250,6 +270,9 @@ def grow_tree(
         if rows_io is None:
             n_left = partition_sparse(data.indptr, data.rows, data.values, data.zero_bin,
                                       order, s_s, e_s, f_s, b_s, data.n_rows)
+        elif fuse_last and depth + 1 == max_depth:
+            n_left = None  # from the children's row counts below
+            last_splits = (s_s, e_s, f_s, b_s)
         else:
             # below the last split only leaf segments are needed, not the statistics
             n_left = rows_io.partition(data.codes_by_feature(), starts, ends, feat, bin_,
@@ -257,6 +280,8 @@ def grow_tree(
             order = rows_io.order
         node_ids = nodes.split(node_ids[js], f_s, b_s, mapper, depth + 1)
         totals = child_totals(hist, totals, js, f_s, b_s)
+        if n_left is None:  # the unit statistic sums to the exact row count
+            n_left = np.rint(totals[0::2, -1]).astype(np.int64)
         mid = s_s + n_left
         starts = np.empty(2 * js.size, dtype=np.int64)
         ends = np.empty(2 * js.size, dtype=np.int64)
@@ -279,8 +304,24 @@ def grow_tree(
     )
     values = np.asarray(leaf_policy(lctx), dtype=np.float64).reshape(ids.size, n_outputs)
     tree, bins = nodes.build(ids, values, n_outputs, depth_arr)
-    return GrownTree(tree=tree, bins=bins, order=order,
-                     leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
+    if scores is None:
+        return GrownTree(tree=tree, bins=bins, order=order,
+                         leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
+    v = values[:, 0]
+    if last_splits is None:
+        add_leaf_segments(order, leaf_start, leaf_end, v, float(score_scale), scores)
+        return GrownTree(tree=tree, bins=bins, order=order,
+                         leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
+    # the leaves closed before the last depth, then its split nodes' two children
+    s_s, e_s, f_s, b_s = last_splits
+    n_closed = ids.size - 2 * s_s.size
+    none = np.full(n_closed, -1, dtype=np.int64)
+    add_split_segments(
+        data.codes_by_feature(), order, np.concatenate([leaf_start[:n_closed], s_s]),
+        np.concatenate([leaf_end[:n_closed], e_s]), np.concatenate([none, f_s]),
+        np.concatenate([none, b_s]), np.concatenate([v[:n_closed], v[n_closed::2]]),
+        np.concatenate([v[:n_closed], v[n_closed + 1::2]]), float(score_scale), scores)
+    return GrownTree(tree=tree, bins=bins)
 
 
 class GrowWorkspace:
@@ -313,10 +354,12 @@ class _RowBuffers:
     positions, so the choice never changes a result."""
 
     def __init__(self, stats: np.ndarray, order: np.ndarray,
-                 workspace: GrowWorkspace | None = None, unit_last: bool = False) -> None:
+                 workspace: GrowWorkspace | None = None, unit_last: bool = False,
+                 layout: DenseLayout | None = None) -> None:
         ws = workspace or GrowWorkspace()
         self.unit_last = bool(unit_last) and stats.shape[1] > 0
         m, k = order.size, stats.shape[1] - int(self.unit_last)
+        self.layout = layout  # the table's kernel arguments (None: built per call)
         self.order = order
         self._given = order  # may be the caller's array: read, never written
         self._ws = ws
@@ -371,10 +414,7 @@ class _NodeTable:
         """Turn ``parents`` into numeric splits; returns the child ids (left, right, ...)."""
         n = parents.size
         children = self.n_nodes + np.arange(2 * n, dtype=np.int64)
-        thr = mapper.thresholds
-        self.thresholds.append(np.array(
-            [thr[f][b] for f, b in zip(feats.tolist(), bins_.tolist(), strict=True)],
-            dtype=np.float64))
+        self.thresholds.append(mapper.threshold_table[feats, bins_])
         self.parents.append(parents)
         self.feats.append(feats)
         self.bins.append(bins_)

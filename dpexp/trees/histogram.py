@@ -28,6 +28,8 @@ gathered statistics along (:func:`partition_rows`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -512,19 +514,57 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
 _NO_CODES = np.zeros((0, 0), dtype=np.uint8, order="F")
 
 
+@dataclass(frozen=True)
+class DenseLayout:
+    """The kernel arguments that depend on a dense binned table only (its dense features,
+    bundles or row-sparse lists): built once per tree, not once per histogram build."""
+
+    feats: np.ndarray
+    bundles: tuple
+    lists: tuple
+    tail: tuple
+    per_row: float
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.feats.size + self.bundles[0].shape[1])
+
+
+def dense_layout(codes, sparse_codes=None) -> DenseLayout:
+    """:class:`DenseLayout` of ``codes (n, d)`` with its
+    :class:`~dpexp.trees.binning.SparseFeatureCodes` (None: every feature dense)."""
+    sc = sparse_codes
+    no_bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1), dtype=np.uint8),
+                  _NO_INT)
+    no_lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
+    if sc is None:
+        feats = np.arange(codes.shape[1], dtype=np.int64)
+        return DenseLayout(feats, no_bundles, no_lists,
+                           (np.zeros(codes.shape[1], dtype=np.uint8), _NO_INT, 1), feats.size)
+    tail = (sc.default_bin, sc.sparse_features, sc.sparse_bins)
+    if sc.n_bundles:
+        bundles = (sc.bundle_codes, sc.bundle_feature, sc.bundle_code, sc.bundle_values)
+        return DenseLayout(sc.dense_features, bundles, no_lists, tail,
+                           sc.dense_features.size + sc.n_bundles)
+    return DenseLayout(sc.dense_features, no_bundles, (sc.indptr, sc.feature, sc.code), tail,
+                       sc.dense_features.size + sc.mean_nnz)
+
+
 def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_codes=None,
-                    scratch=None, fblock=None, gathered=False, unit_last=False) -> None:
+                    scratch=None, fblock=None, gathered=False, unit_last=False,
+                    layout: DenseLayout | None = None) -> None:
     """Write the histogram of node ``j`` (rows ``order[starts[j]:ends[j]]``) into
     ``out[slots[j]]`` from dense ``codes (n, d)`` (column-major is fastest).
 
     ``sparse_codes``: the data's :class:`~dpexp.trees.binning.SparseFeatureCodes` (its
     sparse features are histogrammed from bundles or row-sparse lists, the others from
-    ``codes``); ``scratch``: optional ``(K, len(order))`` float64 buffer for the gathered
-    statistics, reused across calls; ``gathered``: ``scratch[:, p]`` already holds
-    ``stats[order[p]]`` for the nodes' positions (:func:`partition_dense` keeps it so),
-    the build then reads the statistics in order only; ``unit_last``: the last statistic
-    is 1 for every row (e.g. unit hessians), so it is counted, never stored or read
-    (``scratch`` then has ``K - 1`` rows).
+    ``codes``), or its :func:`dense_layout` as ``layout``; ``scratch``: optional ``(K,
+    len(order))`` float64 buffer for the gathered statistics, reused across calls;
+    ``gathered``: ``scratch[:, p]`` already holds ``stats[order[p]]`` for the nodes'
+    positions (:func:`partition_dense` keeps it so), the build then reads the statistics
+    in order only; ``unit_last``: the last statistic is 1 for every row (e.g. unit
+    hessians), so it is counted, never stored or read (``scratch`` then has ``K - 1``
+    rows).
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -535,34 +575,14 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
         if gathered:
             raise ValueError("gathered=True needs the (K, len(order)) scratch it refers to")
         scratch = np.empty((stored, order.shape[0]))
-    sc = sparse_codes
-    if sc is None:
-        feats = np.arange(codes.shape[1], dtype=np.int64)
-        bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1), dtype=np.uint8),
-                   _NO_INT)
-        lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
-        tail = (np.zeros(codes.shape[1], dtype=np.uint8), _NO_INT, 1)
-        per_row = feats.size
-    else:
-        feats = sc.dense_features
-        tail = (sc.default_bin, sc.sparse_features, sc.sparse_bins)
-        if sc.n_bundles:
-            bundles = (sc.bundle_codes, sc.bundle_feature, sc.bundle_code, sc.bundle_values)
-            lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
-            per_row = feats.size + sc.n_bundles
-        else:
-            bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64),
-                       np.zeros((0, 1), dtype=np.uint8), _NO_INT)
-            lists = (sc.indptr, sc.feature, sc.code)
-            per_row = feats.size + sc.mean_nnz
-    n_columns = feats.size + bundles[0].shape[1]
-    fb = feature_block(n_columns) if fblock is None else int(fblock)
+    lay = dense_layout(codes, sparse_codes) if layout is None else layout
+    fb = feature_block(lay.n_columns) if fblock is None else int(fblock)
     sizes = np.array([fb, ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS, HIST_MAX_CHUNKS, GATHER_ROWS,
                       SPARSE_CHUNK_ROWS, int(gathered)], dtype=np.int64)
-    parallel = use_parallel(int((ends - starts).sum() * per_row), HIST_PARALLEL_MIN_WORK)
+    parallel = use_parallel(int((ends - starts).sum() * lay.per_row), HIST_PARALLEL_MIN_WORK)
     (_hist_par if parallel else _hist_ser)(
         codes, stats, order, starts, ends, out, np.asarray(slots, dtype=np.int64), scratch,
-        feats, *bundles, *lists, *tail, sizes)
+        lay.feats, *lay.bundles, *lay.lists, *lay.tail, sizes)
 
 
 def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,
@@ -1153,6 +1173,55 @@ def add_leaf_segments(order, seg_start, seg_end, seg_value, scale, out) -> None:
     kernel = (_add_segments_par if use_parallel(rows, PARTITION_PARALLEL_MIN_ROWS)
               else _add_segments_ser)
     kernel(order, seg_start, seg_end, seg_value, float(scale), out)
+
+
+@njit(cache=True, nogil=True)
+def _score_chunk(codes, order, p0, p1, f, b, add_left, add_right, out):  # pragma: no cover
+    """``out[r] += add_left`` for the rows ``r = order[p0:p1]`` with ``codes[r, f] <= b``
+    (every row when ``f < 0``), ``add_right`` for the others."""
+    if f < 0:
+        for p in range(p0, p1):
+            out[order[p]] += add_left
+        return
+    col = codes[:, f]
+    for p in range(p0, p1):
+        r = order[p]
+        out[r] += add_left if col[r] <= b else add_right
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _score_par(codes, order, starts, ends, feats, bins, add_left, add_right, chunk,
+               out):  # pragma: no cover
+    p0, p1, first = _row_chunks(starts, ends, chunk)
+    node = _chunk_nodes(first)
+    for c in prange(p0.shape[0]):  # segments hold disjoint rows: no two threads meet
+        j = node[c]
+        _score_chunk(codes, order, p0[c], p1[c], feats[j], bins[j], add_left[j],
+                     add_right[j], out)
+
+
+@njit(cache=True, nogil=True)
+def _score_ser(codes, order, starts, ends, feats, bins, add_left, add_right, chunk,
+               out):  # pragma: no cover
+    for j in range(starts.shape[0]):
+        _score_chunk(codes, order, starts[j], ends[j], feats[j], bins[j], add_left[j],
+                     add_right[j], out)
+
+
+def add_split_segments(codes, order, starts, ends, feats, bins, value_left, value_right,
+                       scale, out) -> None:
+    """``out[r] += scale * v`` for the rows ``r`` of every segment ``order[s:e]``: ``v``
+    is ``value_left[j]`` for the rows with ``codes[r, feats[j]] <= bins[j]`` (all of them
+    when ``feats[j]`` is -1, a leaf), else ``value_right[j]``. The last depth of a tree
+    scores its rows this way without being partitioned; every row gets one addition of
+    ``scale * v`` (as :func:`add_leaf_segments`), so threads never change a bit."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    rows = int(np.sum(ends - starts)) if starts.size else 0
+    kernel = _score_par if use_parallel(rows, PARTITION_PARALLEL_MIN_ROWS) else _score_ser
+    kernel(codes, order, starts, ends, np.asarray(feats, dtype=np.int64),
+           np.asarray(bins, dtype=np.int64), float(scale) * np.asarray(value_left, np.float64),
+           float(scale) * np.asarray(value_right, np.float64), PARTITION_CHUNK_ROWS, out)
 
 
 @njit(cache=True, nogil=True)

@@ -162,3 +162,38 @@ def test_unit_hessians_counted_grow_the_same_tree(monkeypatch, large):
     for seg in ("leaf_start", "leaf_end", "leaf_node"):
         np.testing.assert_array_equal(getattr(read, seg), getattr(counted, seg))
     np.testing.assert_array_equal(read.order, counted.order)
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("depth", [1, 3, 5])
+def test_scores_updated_without_the_last_partition(monkeypatch, large, depth):
+    """``scores=`` (unit hessians, dense data) scores the last depth's rows where they lie:
+    the same tree and bit for bit the scores of partitioning and adding leaf segments."""
+    rng = np.random.default_rng(depth)
+    data, y, m = _mixed_table(rng, 3000)
+    rows = np.sort(rng.choice(3000, 2400, replace=False))
+    if large:
+        monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
+        monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
+        monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
+    stats = np.column_stack([-y + 0.3 * np.sin(np.arange(y.size)), np.ones_like(y)])
+    kw = dict(max_depth=depth, split_policy=GreedySplit(0.1, min_samples_leaf=40),
+              leaf_policy=NewtonLeaf(0.1))
+    ref = G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(0), unit_last=True, **kw)
+    before = rng.normal(size=3000)
+    expect = before.copy()
+    got = before.copy()
+    ref.add_to_scores(expect, 0.05, grown_rows_only=True)
+    fused = G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(0), unit_last=True,
+                        scores=got, score_scale=0.05, **kw)
+    np.testing.assert_array_equal(got, expect)
+    for field in ("feature", "threshold", "child_start", "value"):
+        np.testing.assert_array_equal(getattr(ref.tree, field), getattr(fused.tree, field))
+    assert (ref.tree.feature[ref.tree.depth == depth - 1] >= 0).any()  # last depth splits
+    assert fused.order is None
+    with pytest.raises(ValueError, match="leaf segments"):
+        fused.add_to_scores(got, 1.0, grown_rows_only=True)
+    # rows outside the tree's rows keep their scores
+    outside = np.setdiff1d(np.arange(3000), rows)
+    np.testing.assert_array_equal(got[outside], before[outside])
+    assert not np.array_equal(got[rows], before[rows])
