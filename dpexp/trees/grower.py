@@ -215,8 +215,9 @@ def grow_tree(
         order = order.copy()  # partitioned in place below; large dense tables are not
     # dense data: the statistics gathered once in row order, then moved along with their
     # rows by every partition, so histograms read them in order, never at random
+    ws = workspace or GrowWorkspace()
     rows_io = None if data.is_sparse else _RowBuffers(
-        stats, order, workspace, unit_last, dense_layout(data.codes, data.sparse_codes()))
+        stats, order, ws, unit_last, dense_layout(data.codes, data.sparse_codes()))
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -225,8 +226,9 @@ def grow_tree(
     starts = np.zeros(1, dtype=np.int64)
     ends = np.array([order.size], dtype=np.int64)
     hist = None
+    levels = _HistogramLevels(ws, hist_shape, mapper.n_bins)
     if max_depth > 0:
-        hist = np.empty((1, *hist_shape))
+        hist = levels.next(1)
         _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64),
                     rows_io)
     if hist is not None and hist.shape[1] > 0:
@@ -287,7 +289,7 @@ def grow_tree(
         ends = np.empty(2 * js.size, dtype=np.int64)
         starts[0::2], starts[1::2] = s_s, mid
         ends[0::2], ends[1::2] = mid, e_s
-        hist = (_child_histograms(data, stats, order, starts, ends, hist, js, hist_shape,
+        hist = (_child_histograms(data, stats, order, starts, ends, hist, js, levels,
                                   rows_io)
                 if depth + 1 < max_depth else None)
 
@@ -342,6 +344,19 @@ class GrowWorkspace:
         if buf is None or buf.dtype != np.dtype(dtype) or buf.size < size:
             buf = np.empty(max(size, 1), dtype=dtype)
             self._flat[name] = buf
+        return buf[:size].reshape(shape)
+
+    def zeros(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A float64 ``shape`` array backed by buffer ``name``, zero when first allocated
+        and afterwards as its users left it. Histograms use this: no kernel writes the
+        bins past a feature's codes, so those stay zero without being cleared again
+        (one buffer per histogram shape, so the positions of those bins never move)."""
+        key = f"{name}{shape[1:]}"
+        size = int(np.prod(shape))
+        buf = self._flat.get(key)
+        if buf is None or buf.size < size:
+            buf = np.zeros(max(size, 1))
+            self._flat[key] = buf
         return buf[:size].reshape(shape)
 
 
@@ -467,8 +482,25 @@ class _LeafCollector:
         return ids.astype(np.int64), totals.reshape(-1, k_stats), starts, ends
 
 
+class _HistogramLevels:
+    """Histogram arrays of consecutive depths, alternating between two zeroed workspace
+    buffers (a depth's children are built while its own histograms are read).
+    ``n_bins[f]`` bounds feature ``f``'s codes: bins past it are never written, so they
+    stay zero and are neither cleared nor subtracted again."""
+
+    def __init__(self, ws: GrowWorkspace, hist_shape: tuple[int, ...], n_bins) -> None:
+        self.ws = ws
+        self.hist_shape = hist_shape
+        self.n_bins = np.asarray(n_bins, dtype=np.int64)
+        self.turn = 0
+
+    def next(self, n_nodes: int) -> np.ndarray:
+        self.turn ^= 1
+        return self.ws.zeros(f"hist{self.turn}", (n_nodes, *self.hist_shape))
+
+
 def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_index,
-                      hist_shape, rows_io=None) -> np.ndarray:
+                      levels: _HistogramLevels, rows_io=None) -> np.ndarray:
     """Histograms of all children: build the smaller child of each split, get its
     sibling as parent minus child (the "subtraction trick"); split ``i`` is node
     ``parent_index[i]`` of ``parent_hist``."""
@@ -476,7 +508,7 @@ def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_inde
     sizes = (ends - starts).reshape(n_split, 2)
     small = 2 * np.arange(n_split) + np.argmin(sizes, axis=1)  # ties: build the left
     big = small ^ 1
-    out = np.empty((2 * n_split, *hist_shape))
+    out = levels.next(2 * n_split)
     _build_into(data, stats, order, starts[small], ends[small], out, small, rows_io)
-    subtract_siblings(parent_hist, out, small, big, parent_index)
+    subtract_siblings(parent_hist, out, small, big, parent_index, levels.n_bins)
     return out

@@ -256,8 +256,8 @@ def _sparse_reduce(bufs, c0, c1, sparse_feats, default, ordered, s, e, h):  # pr
             tot[k] += ordered[k, p]
     if stored < k_stats:  # the unit last statistic: the row count
         tot[k_stats - 1] = e - s
-    n_bins = h.shape[1]
-    sb = bufs.shape[2]
+    sb = bufs.shape[2]  # bounds the sparse features' codes: higher bins are not written
+    n_bins = min(sb, h.shape[1])
     for i in range(sparse_feats.shape[0]):
         f = sparse_feats[i]
         for b in range(n_bins):
@@ -276,21 +276,23 @@ def _sparse_reduce(bufs, c0, c1, sparse_feats, default, ordered, s, e, h):  # pr
 
 
 @njit(cache=True, nogil=True)
-def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, ordered,
+def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, sparse_bins,
                     h):  # pragma: no cover
     """The sparse features' histograms of one node from its bundle histograms ``wb
     (n_bundles, 256, K)`` (bundle ``c`` uses values ``0 .. n_values[c]-1``); each default
     bin = node total - the other bins. Every row has one value in bundle 0 (0 when all
     its members are at their defaults), so the node total is the sum of bundle 0's
-    histogram."""
+    histogram. Only the bins below ``sparse_bins`` (which bounds the sparse features'
+    codes) are written."""
     k_stats = h.shape[2]
     tot = np.zeros(k_stats)
     for v in range(n_values[0]):
         for k in range(k_stats):
             tot[k] += wb[0, v, k]
+    nbins = min(sparse_bins, h.shape[1])
     for i in range(sparse_feats.shape[0]):
         f = sparse_feats[i]
-        for b in range(h.shape[1]):
+        for b in range(nbins):
             for k in range(k_stats):
                 h[f, b, k] = 0.0
     for c in range(wb.shape[0]):
@@ -304,7 +306,7 @@ def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, ordered,
         z = default[f]
         for k in range(k_stats):
             acc = 0.0
-            for b in range(h.shape[1]):
+            for b in range(nbins):
                 acc += h[f, b, k]
             h[f, z, k] = tot[k] - acc
 
@@ -408,7 +410,7 @@ def _add_parts(parts, h):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                 bvalues, sparse_feats, default, ordered, starts, ends, bufs,
+                 bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
                  chunk_first):  # pragma: no cover
     """Node ``j``'s partial histograms (row chunks) added in chunk order, then its sparse
     features from bundles or row-sparse lists."""
@@ -422,7 +424,7 @@ def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vc
     if sparse_feats.shape[0] == 0:
         return
     if wb.shape[1] > 0:
-        _unpack_bundles(wb[j], vfeat, vcode, bvalues, sparse_feats, default, ordered, h)
+        _unpack_bundles(wb[j], vfeat, vcode, bvalues, sparse_feats, default, sparse_bins, h)
     else:
         _sparse_reduce(bufs, chunk_first[j], chunk_first[j + 1], sparse_feats, default,
                        ordered, starts[j], ends[j], h)
@@ -481,7 +483,8 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
             _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
     for j in prange(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                     bvalues, sparse_feats, default, ordered, starts, ends, bufs, chf)
+                     bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
+                     chf)
 
 
 @njit(cache=True, nogil=True)
@@ -508,7 +511,8 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
     for j in range(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
-                     bvalues, sparse_feats, default, ordered, starts, ends, bufs, chf)
+                     bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
+                     chf)
 
 
 _NO_CODES = np.zeros((0, 0), dtype=np.uint8, order="F")
@@ -564,7 +568,8 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     positions (:func:`partition_dense` keeps it so), the build then reads the statistics
     in order only; ``unit_last``: the last statistic is 1 for every row (e.g. unit
     hessians), so it is counted, never stored or read (``scratch`` then has ``K - 1``
-    rows).
+    rows). Bins of a sparse feature at or past ``sparse_bins`` (which bounds its codes)
+    are not written: ``out`` must hold zeros there, as a zeroed buffer does.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -589,7 +594,7 @@ def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,
                      sparse_codes=None, unit_last=False):
     """Histograms ``(len(starts), d, n_bins, K)`` of the nodes over dense ``codes``."""
     nb = np.asarray(starts).shape[0]
-    out = np.empty((nb, codes.shape[1], n_bins, stats.shape[1]))
+    out = np.zeros((nb, codes.shape[1], n_bins, stats.shape[1]))
     dense_hist_into(codes, np.ascontiguousarray(stats, dtype=np.float64), order, starts, ends,
                     out, np.arange(nb), sparse_codes=sparse_codes, fblock=fblock,
                     unit_last=unit_last)
@@ -638,35 +643,39 @@ def build_hist_sparse(
 
 
 @njit(cache=True, nogil=True)
-def _subtract_one(parent, p, out, small, big):  # pragma: no cover
+def _subtract_one(parent, p, out, small, big, n_bins):  # pragma: no cover
     for f in range(out.shape[1]):
-        for b in range(out.shape[2]):
+        for b in range(n_bins[f]):
             for k in range(out.shape[3]):
                 out[big, f, b, k] = parent[p, f, b, k] - out[small, f, b, k]
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _subtract_par(parent, pidx, out, small, big):  # pragma: no cover
+def _subtract_par(parent, pidx, out, small, big, n_bins):  # pragma: no cover
     for i in prange(small.shape[0]):
-        _subtract_one(parent, pidx[i], out, small[i], big[i])
+        _subtract_one(parent, pidx[i], out, small[i], big[i], n_bins)
 
 
 @njit(cache=True, nogil=True)
-def _subtract_ser(parent, pidx, out, small, big):  # pragma: no cover
+def _subtract_ser(parent, pidx, out, small, big, n_bins):  # pragma: no cover
     for i in range(small.shape[0]):
-        _subtract_one(parent, pidx[i], out, small[i], big[i])
+        _subtract_one(parent, pidx[i], out, small[i], big[i], n_bins)
 
 
-def subtract_siblings(parent, out, small, big, parent_index=None) -> None:
+def subtract_siblings(parent, out, small, big, parent_index=None, n_bins=None) -> None:
     """``out[big[i]] = parent[parent_index[i]] - out[small[i]]`` (``parent_index``
     defaults to ``i``): the larger child of split ``i`` from its parent and its built
-    smaller sibling (no temporary arrays)."""
+    smaller sibling (no temporary arrays). ``n_bins[f]``: only bins below it are
+    subtracted (default: all); the others of ``out[big[i]]`` are left as they are."""
     pidx = (np.arange(small.shape[0], dtype=np.int64) if parent_index is None
             else np.asarray(parent_index, dtype=np.int64))
-    if use_parallel(out[0].size * small.shape[0], LEVEL_PARALLEL_MIN_WORK) and small.shape[0] > 1:
-        _subtract_par(parent, pidx, out, small, big)
+    n_bins = (np.full(out.shape[1], out.shape[2], dtype=np.int64) if n_bins is None
+              else np.minimum(np.asarray(n_bins, dtype=np.int64), out.shape[2]))
+    work = int(n_bins.sum()) * out.shape[3] * small.shape[0]
+    if use_parallel(work, LEVEL_PARALLEL_MIN_WORK) and small.shape[0] > 1:
+        _subtract_par(parent, pidx, out, small, big, n_bins)
     else:
-        _subtract_ser(parent, pidx, out, small, big)
+        _subtract_ser(parent, pidx, out, small, big, n_bins)
 
 
 @njit(cache=True, nogil=True)

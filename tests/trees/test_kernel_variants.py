@@ -37,8 +37,16 @@ def test_subtract_with_parent_index(kernel):
     expected = out.copy()
     for i in range(3):
         expected[big[i]] = parent[pidx[i]] - expected[small[i]]
-    kernel(parent, pidx, out, small, big)
+    bounded = out.copy()
+    kernel(parent, pidx, out, small, big, np.full(5, 7))
     np.testing.assert_array_equal(out, expected)
+    # bins at or past n_bins[f] are left as they were
+    n_bins = np.array([7, 2, 0, 5, 1])
+    before = bounded.copy()
+    kernel(parent, pidx, bounded, small, big, n_bins)
+    for f in range(5):
+        np.testing.assert_array_equal(bounded[:, f, : n_bins[f]], expected[:, f, : n_bins[f]])
+        np.testing.assert_array_equal(bounded[:, f, n_bins[f]:], before[:, f, n_bins[f]:])
 
 
 def test_child_totals_and_node_totals_match_numpy():

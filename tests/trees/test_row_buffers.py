@@ -197,3 +197,36 @@ def test_scores_updated_without_the_last_partition(monkeypatch, large, depth):
     outside = np.setdiff1d(np.arange(3000), rows)
     np.testing.assert_array_equal(got[outside], before[outside])
     assert not np.array_equal(got[rows], before[rows])
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_histogram_buffers_keep_unused_bins_zero(monkeypatch, large):
+    """The zeroed histogram buffers a fit's trees share are never written past a
+    feature's bins (the grower relies on it instead of clearing them), and reusing them
+    changes no tree."""
+    rng = np.random.default_rng(11)
+    data, y, m = _mixed_table(rng, 3000)
+    if large:
+        monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
+        monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)
+    ws = G.GrowWorkspace()
+    kw = dict(max_depth=5, split_policy=GreedySplit(0.1), leaf_policy=NewtonLeaf(0.1),
+              unit_last=True)
+    n_bins = m.n_bins
+    assert n_bins.min() < n_bins.max()  # binary and many-bin features side by side
+    for t in range(3):
+        rows = np.sort(rng.choice(3000, 2000, replace=False))
+        stats = np.column_stack([rng.normal(size=3000), np.ones(3000)])
+        shared = G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(t),
+                             workspace=ws, **kw)
+        fresh = G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(t), **kw)
+        np.testing.assert_array_equal(shared.tree.value, fresh.tree.value)
+        np.testing.assert_array_equal(shared.tree.feature, fresh.tree.feature)
+        bufs = [b for k, b in ws._flat.items() if k.startswith("hist")]
+        assert len(bufs) == 2
+        for buf in bufs:
+            h = buf[: buf.size // (m.n_features * m.max_bins * 2) * m.n_features * m.max_bins
+                    * 2].reshape(-1, m.n_features, m.max_bins, 2)
+            for f in range(m.n_features):
+                assert not h[:, f, n_bins[f]:].any()
+            assert h[:, :, 0].any()  # the buffers were used
