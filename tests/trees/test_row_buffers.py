@@ -139,6 +139,15 @@ def test_histogram_task_plans_are_exact(monkeypatch, max_row_columns, chunk):
     np.testing.assert_allclose(got[0], expect, atol=1e-9)
 
 
+def _force_large_table_path(monkeypatch):
+    """Moved statistics, parallel chunked partitions and partial histogram sums on a
+    table a few thousand rows long."""
+    monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
+    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
+    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)
+
+
 @pytest.mark.parametrize("large", [False, True])
 def test_unit_hessians_counted_grow_the_same_tree(monkeypatch, large):
     """``unit_last=True`` (hessians of 1 counted, not stored or moved) grows bit for bit
@@ -147,10 +156,7 @@ def test_unit_hessians_counted_grow_the_same_tree(monkeypatch, large):
     data, y, m = _mixed_table(rng, 4000)
     rows = np.sort(rng.choice(4000, 2900, replace=False))
     if large:
-        monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
-        monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
-        monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
-        monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)
+        _force_large_table_path(monkeypatch)
     stats = np.column_stack([-y + 0.25 * np.cos(np.arange(y.size)), np.ones_like(y)])
     grown = [G.grow_tree(data, stats, rows, m, max_depth=5, split_policy=GreedySplit(0.1),
                          leaf_policy=NewtonLeaf(0.1), rng=np.random.default_rng(0),
@@ -173,9 +179,7 @@ def test_scores_updated_without_the_last_partition(monkeypatch, large, depth):
     data, y, m = _mixed_table(rng, 3000)
     rows = np.sort(rng.choice(3000, 2400, replace=False))
     if large:
-        monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
-        monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
-        monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
+        _force_large_table_path(monkeypatch)
     stats = np.column_stack([-y + 0.3 * np.sin(np.arange(y.size)), np.ones_like(y)])
     kw = dict(max_depth=depth, split_policy=GreedySplit(0.1, min_samples_leaf=40),
               leaf_policy=NewtonLeaf(0.1))
@@ -207,8 +211,7 @@ def test_histogram_buffers_keep_unused_bins_zero(monkeypatch, large):
     rng = np.random.default_rng(11)
     data, y, m = _mixed_table(rng, 3000)
     if large:
-        monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
-        monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)
+        _force_large_table_path(monkeypatch)
     ws = G.GrowWorkspace()
     kw = dict(max_depth=5, split_policy=GreedySplit(0.1), leaf_policy=NewtonLeaf(0.1),
               unit_last=True)
