@@ -457,6 +457,28 @@ def _hist_plan(starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bi
     return g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs
 
 
+@njit(cache=True, nogil=True)
+def _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, indptr, feat,
+               code, t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_d, part_b, wb, ch0, ch1,
+               bufs):  # pragma: no cover
+    """Task ``t`` of a build's plan (:func:`_hist_plan`): a column task, into the node's
+    histogram or a partial sum of it, or past those a chunk of the row-sparse lists."""
+    n_col = t_node.shape[0]
+    if t >= n_col:
+        c = t - n_col
+        _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
+        return
+    j, q = t_node[t], t_part[t]
+    bfeats = np.arange(bcodes.shape[1])
+    if q < 0:  # all of the node's rows: straight into its histogram
+        _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
+                     t_c0[t], t_c1[t], out[slots[j]], feats, wb[j], bvalues)
+    else:  # a chunk of them: into a partial sum, dense features by position
+        _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
+                     t_c0[t], t_c1[t], part_d[q], np.arange(feats.shape[0]), part_b[q],
+                     bvalues)
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bcodes, vfeat,
               vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins,
@@ -465,22 +487,12 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
         sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
-    bfeats = np.arange(bcodes.shape[1])
-    dpos = np.arange(feats.shape[0])
     for g in prange(g0.shape[0]):
         _gather(stats, order, g0[g], g1[g], ordered)
-    n_col = t_node.shape[0]
-    for t in prange(n_col + ch0.shape[0]):
-        if t < n_col:
-            j, q = t_node[t], t_part[t]
-            hd = out[slots[j]] if q < 0 else part_d[q]
-            ds = feats if q < 0 else dpos
-            hb = wb[j] if q < 0 else part_b[q]
-            _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                         t_c0[t], t_c1[t], hd, ds, hb, bvalues)
-        else:
-            c = t - n_col
-            _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
+    for t in prange(t_node.shape[0] + ch0.shape[0]):
+        _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, indptr, feat,
+                   code, t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_d, part_b, wb, ch0, ch1,
+                   bufs)
     for j in prange(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
                      bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
@@ -496,19 +508,12 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
         starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
         sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
-    bfeats = np.arange(bcodes.shape[1])
-    dpos = np.arange(feats.shape[0])
     for g in range(g0.shape[0]):
         _gather(stats, order, g0[g], g1[g], ordered)
-    for t in range(t_node.shape[0]):
-        j, q = t_node[t], t_part[t]
-        hd = out[slots[j]] if q < 0 else part_d[q]
-        ds = feats if q < 0 else dpos
-        hb = wb[j] if q < 0 else part_b[q]
-        _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                     t_c0[t], t_c1[t], hd, ds, hb, bvalues)
-    for c in range(ch0.shape[0]):
-        _sparse_chunk(indptr, feat, code, ordered, order, ch0[c], ch1[c], bufs[c])
+    for t in range(t_node.shape[0] + ch0.shape[0]):
+        _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, indptr, feat,
+                   code, t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_d, part_b, wb, ch0, ch1,
+                   bufs)
     for j in range(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
                      bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
