@@ -44,6 +44,11 @@ COST_DENSE_UPDATE = 1.3
 COST_SPARSE_ENTRY = 3.0
 COST_SPARSE_ROW = 5.0
 BUNDLE_VALUES = 256  # a bundle column is uint8; value 0 means "every member at its default"
+# tables with at most this many histogram columns (dense features + bundles) also get a
+# row-major copy of their codes (:class:`RowCodes`): one node's rows then cost one cache
+# line each, not one per column, and their histogram updates do not wait on each other
+ROW_CODES_MAX_COLUMNS = 32
+ROW_CODES_MAX_BINS = 256
 
 
 @dataclass
@@ -226,6 +231,69 @@ def sparse_feature_codes(codes: np.ndarray, n_bins: np.ndarray | None = None,
                               mean_nnz=max(1, round(mean_nnz)))
 
 
+@dataclass(frozen=True)
+class RowCodes:
+    """The histogram columns of dense codes -- dense features, then bundles, in the
+    order of :class:`SparseFeatureCodes` (all features when there is none) -- row by row.
+
+    ``codes[r, c] = offset[c] + code`` of row ``r`` in column ``c`` (uint16, C order):
+    column ``c``'s bins are ``offset[c]:offset[c + 1]`` of one flat histogram, so a row's
+    updates need neither per-column strides nor per-column offsets, and a row's columns
+    are one contiguous read. Rows that reach the same bins one after another no longer
+    wait on each other's stores the way one column's do (few values, e.g. a bundle whose
+    members are mostly at their defaults, make long chains of updates of the same bin).
+    """
+
+    codes: np.ndarray
+    offset: np.ndarray
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.codes.shape[1])
+
+
+@njit(cache=True, nogil=True)
+def _fill_row_codes(codes, feats, bcodes, offset, out):  # pragma: no cover
+    nd = feats.shape[0]
+    for i in range(nd):  # column by column: the sources are column-major
+        f = feats[i]
+        base = offset[i]
+        for r in range(out.shape[0]):
+            out[r, i] = base + codes[r, f]
+    for c in range(bcodes.shape[1]):
+        base = offset[nd + c]
+        for r in range(out.shape[0]):
+            out[r, nd + c] = base + bcodes[r, c]
+
+
+def row_major_codes(codes: np.ndarray, sparse: SparseFeatureCodes | None = None,
+                    max_columns: int | None = None) -> RowCodes | None:
+    """:class:`RowCodes` of dense ``codes`` with their :class:`SparseFeatureCodes`, or
+    ``None`` when there are more than ``max_columns`` histogram columns (default
+    ``ROW_CODES_MAX_COLUMNS``: wide tables keep one column's histogram in cache at a
+    time instead) or no rows. Row-sparse lists are not columns: they stay as they are."""
+    limit = ROW_CODES_MAX_COLUMNS if max_columns is None else int(max_columns)
+    if sparse is None:
+        feats = np.arange(codes.shape[1], dtype=np.int64)
+        bcodes = np.zeros((codes.shape[0], 0), dtype=np.uint8, order="F")
+    else:
+        feats = np.asarray(sparse.dense_features, dtype=np.int64)
+        bcodes = (sparse.bundle_codes if sparse.n_bundles
+                  else np.zeros((codes.shape[0], 0), dtype=np.uint8, order="F"))
+    n_columns = feats.size + bcodes.shape[1]
+    if codes.shape[0] == 0 or n_columns == 0 or n_columns > limit:
+        return None
+    width = [int(codes[:, f].max()) + 1 for f in feats]
+    width += [int(bcodes[:, c].max()) + 1 for c in range(bcodes.shape[1])]
+    offset = np.zeros(n_columns + 1, dtype=np.int64)
+    np.cumsum(width, out=offset[1:])
+    if offset[-1] > ROW_CODES_MAX_BINS:
+        return None
+    out = np.empty((codes.shape[0], n_columns), dtype=np.uint8)
+    _fill_row_codes(codes, feats, bcodes, offset, out)
+    return RowCodes(codes=out, offset=offset)
+
+
 @dataclass
 class BinnedData:
     """Binned training matrix: dense ``codes (n, d)`` or column-compressed non-zeros.
@@ -245,6 +313,7 @@ class BinnedData:
     zero_bin: np.ndarray | None = None
     _sparse_codes: list = field(default_factory=list, repr=False, compare=False)
     _by_feature: list = field(default_factory=list, repr=False, compare=False)
+    _row_codes: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def is_sparse(self) -> bool:
@@ -258,6 +327,15 @@ class BinnedData:
         if not self._sparse_codes:
             self._sparse_codes.append(sparse_feature_codes(self.codes))
         return self._sparse_codes[0]
+
+    def row_codes(self) -> RowCodes | None:
+        """The :class:`RowCodes` of dense codes (built once, cached), or ``None`` for a
+        wide table or column-sparse data (see :func:`row_major_codes`)."""
+        if self.is_sparse:
+            return None
+        if not self._row_codes:
+            self._row_codes.append(row_major_codes(self.codes, self.sparse_codes()))
+        return self._row_codes[0]
 
     def codes_by_feature(self, max_bytes: int = COLUMN_COPY_MAX_BYTES) -> np.ndarray:
         """Dense codes in column-major (Fortran) order, indexed like ``codes[r, f]``.

@@ -23,6 +23,7 @@ partition writes in turn (:class:`_RowBuffers`), so histogram builds read both i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,11 +38,11 @@ from dpexp.trees.histogram import (
     add_tree_binned,
     apply_binned_dense,
     build_hist_sparse,
-    child_totals,
     dense_hist_into,
     dense_layout,
     gather_rows,
     is_sorted,
+    level_children,
     node_totals,
     partition_dense,
     partition_rows,
@@ -217,7 +218,7 @@ def grow_tree(
     # rows by every partition, so histograms read them in order, never at random
     ws = workspace or GrowWorkspace()
     rows_io = None if data.is_sparse else _RowBuffers(
-        stats, order, ws, unit_last, dense_layout(data.codes, data.sparse_codes()))
+        stats, order, ws, unit_last, ws.layout(data))
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
@@ -243,55 +244,45 @@ def grow_tree(
     fuse_last = scores is not None and rows_io is not None and rows_io.unit_last
     last_splits = None
 
+    no_counts = np.zeros(0, dtype=np.int64)  # level_children: rows going left from counts
     for depth in range(max_depth + 1):
-        n_rows = ends - starts
         if depth == max_depth or node_ids.size == 0:
             leaves.add(node_ids, totals, starts, ends)
             break
         ctx = SplitContext(
             depth=depth, max_depth=max_depth, hist=hist, totals=totals,
-            n_candidates=n_candidates, n_rows=n_rows, node_ids=node_ids, rng=rng,
+            n_candidates=n_candidates, n_rows=ends - starts, node_ids=node_ids, rng=rng,
             accountant=accountant, label=label,
         )
         feat, bin_ = split_policy(ctx)
         feat = np.asarray(feat, dtype=np.int64)
         bin_ = np.asarray(bin_, dtype=np.int64)
-        split = feat >= 0
-        all_split = bool(split.all())
-        if not all_split:
-            if not split.any():
-                leaves.add(node_ids, totals, starts, ends)
-                node_ids = node_ids[:0]
-                break
-            leaves.add(node_ids[~split], totals[~split], starts[~split], ends[~split])
-            js = np.flatnonzero(split)
-            f_s, b_s, s_s, e_s = feat[js], bin_[js], starts[js], ends[js]
-        else:
-            js = np.arange(node_ids.size)
-            f_s, b_s, s_s, e_s = feat, bin_, starts, ends
+        last = depth + 1 == max_depth
         if rows_io is None:
             n_left = partition_sparse(data.indptr, data.rows, data.values, data.zero_bin,
-                                      order, s_s, e_s, f_s, b_s, data.n_rows)
-        elif fuse_last and depth + 1 == max_depth:
-            n_left = None  # from the children's row counts below
-            last_splits = (s_s, e_s, f_s, b_s)
+                                      order, starts, ends, feat, bin_, data.n_rows)
+        elif fuse_last and last:
+            n_left = no_counts  # the last split level is scored, not partitioned
         else:
             # below the last split only leaf segments are needed, not the statistics
             n_left = rows_io.partition(data.codes_by_feature(), starts, ends, feat, bin_,
-                                       with_stats=depth + 1 < max_depth)[js]
+                                       with_stats=not last)
             order = rows_io.order
+        js, closed, c_starts, c_ends, c_totals, small, big = level_children(
+            hist, totals, feat, bin_, starts, ends, n_left)
+        if closed.size:
+            leaves.add(node_ids[closed], totals[closed], starts[closed], ends[closed])
+        if js.size == 0:
+            node_ids = node_ids[:0]
+            break
+        f_s, b_s = feat[js], bin_[js]
+        if n_left is no_counts:
+            last_splits = (starts[js], ends[js], f_s, b_s)
         node_ids = nodes.split(node_ids[js], f_s, b_s, mapper, depth + 1)
-        totals = child_totals(hist, totals, js, f_s, b_s)
-        if n_left is None:  # the unit statistic sums to the exact row count
-            n_left = np.rint(totals[0::2, -1]).astype(np.int64)
-        mid = s_s + n_left
-        starts = np.empty(2 * js.size, dtype=np.int64)
-        ends = np.empty(2 * js.size, dtype=np.int64)
-        starts[0::2], starts[1::2] = s_s, mid
-        ends[0::2], ends[1::2] = mid, e_s
-        hist = (_child_histograms(data, stats, order, starts, ends, hist, js, levels,
-                                  rows_io)
-                if depth + 1 < max_depth else None)
+        totals, starts, ends = c_totals, c_starts, c_ends
+        hist = (_child_histograms(data, stats, order, starts, ends, small, big, hist, js,
+                                  levels, rows_io)
+                if not last else None)
 
     ids, leaf_totals, leaf_start, leaf_end = leaves.arrays(k_stats)
     depth_arr = nodes.depth_array()
@@ -335,11 +326,20 @@ class GrowWorkspace:
     """
 
     def __init__(self) -> None:
-        self._flat: dict[str, np.ndarray] = {}
+        self._flat: dict[object, np.ndarray] = {}
+        self._layout: tuple[BinnedData, DenseLayout] | None = None
+
+    def layout(self, data: BinnedData) -> DenseLayout:
+        """The histogram kernels' :func:`~dpexp.trees.histogram.dense_layout` of dense
+        ``data`` (made once for the trees of a fit, which all grow on the same table)."""
+        if self._layout is None or self._layout[0] is not data:
+            self._layout = (data, dense_layout(data.codes, data.sparse_codes(),
+                                               data.row_codes()))
+        return self._layout[1]
 
     def array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
         """A C-contiguous ``shape`` array (contents undefined) backed by buffer ``name``."""
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         buf = self._flat.get(name)
         if buf is None or buf.dtype != np.dtype(dtype) or buf.size < size:
             buf = np.empty(max(size, 1), dtype=dtype)
@@ -351,8 +351,8 @@ class GrowWorkspace:
         and afterwards as its users left it. Histograms use this: no kernel writes the
         bins past a feature's codes, so those stay zero without being cleared again
         (one buffer per histogram shape, so the positions of those bins never move)."""
-        key = f"{name}{shape[1:]}"
-        size = int(np.prod(shape))
+        key = (name, shape[1:])
+        size = math.prod(shape)
         buf = self._flat.get(key)
         if buf is None or buf.size < size:
             buf = np.zeros(max(size, 1))
@@ -499,16 +499,13 @@ class _HistogramLevels:
         return self.ws.zeros(f"hist{self.turn}", (n_nodes, *self.hist_shape))
 
 
-def _child_histograms(data, stats, order, starts, ends, parent_hist, parent_index,
-                      levels: _HistogramLevels, rows_io=None) -> np.ndarray:
-    """Histograms of all children: build the smaller child of each split, get its
-    sibling as parent minus child (the "subtraction trick"); split ``i`` is node
-    ``parent_index[i]`` of ``parent_hist``."""
-    n_split = starts.size // 2
-    sizes = (ends - starts).reshape(n_split, 2)
-    small = 2 * np.arange(n_split) + np.argmin(sizes, axis=1)  # ties: build the left
-    big = small ^ 1
-    out = levels.next(2 * n_split)
+def _child_histograms(data, stats, order, starts, ends, small, big, parent_hist,
+                      parent_index, levels: _HistogramLevels, rows_io=None) -> np.ndarray:
+    """Histograms of all children (``starts``/``ends``: left, right per split): build
+    child ``small[i]`` of split ``i``, get its sibling ``big[i]`` as parent minus child
+    (the "subtraction trick"); split ``i`` is node ``parent_index[i]`` of
+    ``parent_hist``."""
+    out = levels.next(starts.size)
     _build_into(data, stats, order, starts[small], ends[small], out, small, rows_io)
     subtract_siblings(parent_hist, out, small, big, parent_index, levels.n_bins)
     return out

@@ -28,7 +28,7 @@ gathered statistics along (:func:`partition_rows`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
@@ -383,12 +383,66 @@ def _column_tasks(starts, ends, n_columns, fblock, max_row_columns, chunk_rows,
 
 
 @njit(cache=True, nogil=True)
+def _row_task(rcodes, roff, ordered, order, p0, p1, nd, hd, dslots, hb, bvalues
+              ):  # pragma: no cover
+    """Every column's histogram over the rows ``order[p0:p1]`` from the row-major codes
+    (:class:`~dpexp.trees.binning.RowCodes`: ``rcodes[r, c]`` is row ``r``'s bin in one
+    flat histogram, column ``c`` owning bins ``roff[c]:roff[c+1]``), then written out as
+    :func:`_column_task` writes them: dense feature ``i < nd`` into ``hd[dslots[i]]``
+    (all its bins), bundle ``c`` into ``hb[c]`` (its ``bvalues[c]`` values). Every bin
+    sums its rows in the same order as the column kernel, so the histograms are the same
+    bit for bit."""
+    k_stats = hd.shape[2]
+    stored = ordered.shape[0]
+    buf = np.zeros(roff[roff.shape[0] - 1] * k_stats)
+    n_col = rcodes.shape[1]
+    if k_stats == 2:  # the GBDT case: two scalars per row, no inner k loop
+        unit = stored == 1
+        og = ordered[0]
+        oh = ordered[stored - 1]
+        for p in range(p0, p1):
+            row = rcodes[order[p]]
+            gp = og[p]
+            hp = 1.0 if unit else oh[p]
+            for c in range(n_col):
+                t = 2 * np.intp(row[c])
+                buf[t] += gp
+                buf[t + 1] += hp
+    else:
+        for p in range(p0, p1):
+            row = rcodes[order[p]]
+            for c in range(n_col):
+                t = k_stats * np.intp(row[c])
+                for k in range(stored):
+                    buf[t + k] += ordered[k, p]
+                if stored < k_stats:
+                    buf[t + k_stats - 1] += 1.0
+    for i in range(nd):
+        _copy_bins(buf, roff[i], roff[i + 1], hd[dslots[i]], hd.shape[1])
+    for c in range(n_col - nd):
+        _copy_bins(buf, roff[nd + c], roff[nd + c + 1], hb[c], bvalues[c])
+
+
+@njit(cache=True, nogil=True)
+def _copy_bins(buf, a, b, h, n_bins):  # pragma: no cover
+    """``h[:n_bins]`` = the flat histogram's bins ``a:b``, zeros past them."""
+    k_stats = h.shape[1]
+    for v in range(n_bins):
+        for k in range(k_stats):
+            h[v, k] = buf[(a + v) * k_stats + k] if a + v < b else 0.0
+
+
+@njit(cache=True, nogil=True)
 def _column_task(codes, bcodes, feats, bfeats, ordered, order, p0, p1, c0, c1, hd, dslots,
-                 hb, bvalues):  # pragma: no cover
+                 hb, bvalues, rcodes, roff):  # pragma: no cover
     """Histograms of the columns ``c0:c1`` over the rows ``order[p0:p1]``: column ``c <
     len(feats)`` is dense feature ``feats[c]`` (into ``hd``), the others are bundles (into
-    ``hb``)."""
+    ``hb``). A task of every column reads the row-major codes when there are some
+    (``rcodes``, :func:`_row_task`)."""
     nd = feats.shape[0]
+    if rcodes.shape[0] > 0 and c0 == 0 and c1 == nd + bcodes.shape[1]:
+        _row_task(rcodes, roff, ordered, order, p0, p1, nd, hd, dslots, hb, bvalues)
+        return
     if c0 < nd:
         _dense_features(codes, ordered, order, p0, p1, feats, c0, min(c1, nd), hd, _ALL,
                         dslots)
@@ -460,7 +514,7 @@ def _hist_plan(starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bi
 @njit(cache=True, nogil=True)
 def _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, indptr, feat,
                code, t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_d, part_b, wb, ch0, ch1,
-               bufs):  # pragma: no cover
+               bufs, rcodes, roff):  # pragma: no cover
     """Task ``t`` of a build's plan (:func:`_hist_plan`): a column task, into the node's
     histogram or a partial sum of it, or past those a chunk of the row-sparse lists."""
     n_col = t_node.shape[0]
@@ -472,17 +526,17 @@ def _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, ind
     bfeats = np.arange(bcodes.shape[1])
     if q < 0:  # all of the node's rows: straight into its histogram
         _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
-                     t_c0[t], t_c1[t], out[slots[j]], feats, wb[j], bvalues)
+                     t_c0[t], t_c1[t], out[slots[j]], feats, wb[j], bvalues, rcodes, roff)
     else:  # a chunk of them: into a partial sum, dense features by position
         _column_task(codes, bcodes, feats, bfeats, ordered, order, t_p0[t], t_p1[t],
                      t_c0[t], t_c1[t], part_d[q], np.arange(feats.shape[0]), part_b[q],
-                     bvalues)
+                     bvalues, rcodes, roff)
 
 
 @njit(parallel=True, cache=True, nogil=True)
 def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bcodes, vfeat,
-              vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins,
-              sizes):  # pragma: no cover
+              vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins, rcodes,
+              roff, sizes):  # pragma: no cover
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
         starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
         sizes)
@@ -492,7 +546,7 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
     for t in prange(t_node.shape[0] + ch0.shape[0]):
         _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, indptr, feat,
                    code, t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_d, part_b, wb, ch0, ch1,
-                   bufs)
+                   bufs, rcodes, roff)
     for j in prange(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
                      bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
@@ -501,8 +555,8 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
 
 @njit(cache=True, nogil=True)
 def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bcodes, vfeat,
-              vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins,
-              sizes):  # pragma: no cover
+              vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins, rcodes,
+              roff, sizes):  # pragma: no cover
     """:func:`_hist_par` on one thread: the same tasks, the same sums."""
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
         starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
@@ -513,7 +567,7 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
     for t in range(t_node.shape[0] + ch0.shape[0]):
         _hist_task(t, codes, order, out, slots, ordered, feats, bcodes, bvalues, indptr, feat,
                    code, t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_d, part_b, wb, ch0, ch1,
-                   bufs)
+                   bufs, rcodes, roff)
     for j in range(starts.shape[0]):
         _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vcode,
                      bvalues, sparse_feats, default, sparse_bins, ordered, starts, ends, bufs,
@@ -533,15 +587,30 @@ class DenseLayout:
     lists: tuple
     tail: tuple
     per_row: float
+    fblock: int = 2  # columns per task of a column-task build (:func:`feature_block`)
+    rows: tuple = (np.zeros((0, 0), dtype=np.uint8), np.zeros(1, dtype=np.int64))
 
     @property
     def n_columns(self) -> int:
         return int(self.feats.size + self.bundles[0].shape[1])
 
 
-def dense_layout(codes, sparse_codes=None) -> DenseLayout:
+def dense_layout(codes, sparse_codes=None, row_codes=None) -> DenseLayout:
     """:class:`DenseLayout` of ``codes (n, d)`` with its
-    :class:`~dpexp.trees.binning.SparseFeatureCodes` (None: every feature dense)."""
+    :class:`~dpexp.trees.binning.SparseFeatureCodes` (None: every feature dense) and
+    optionally its :class:`~dpexp.trees.binning.RowCodes` (tasks over every column of a
+    node's rows then read those: the same histograms, faster)."""
+    lay = _dense_layout(codes, sparse_codes)
+    lay = replace(lay, fblock=feature_block(lay.n_columns))
+    if row_codes is None:
+        return lay
+    if row_codes.n_columns != lay.n_columns or row_codes.codes.shape[0] != codes.shape[0]:
+        raise ValueError(f"row codes of shape {row_codes.codes.shape} do not fit a table of "
+                         f"{codes.shape[0]} rows and {lay.n_columns} histogram columns")
+    return replace(lay, rows=(row_codes.codes, row_codes.offset))
+
+
+def _dense_layout(codes, sparse_codes) -> DenseLayout:
     sc = sparse_codes
     no_bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1), dtype=np.uint8),
                   _NO_INT)
@@ -586,23 +655,24 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
             raise ValueError("gathered=True needs the (K, len(order)) scratch it refers to")
         scratch = np.empty((stored, order.shape[0]))
     lay = dense_layout(codes, sparse_codes) if layout is None else layout
-    fb = feature_block(lay.n_columns) if fblock is None else int(fblock)
+    fb = lay.fblock if fblock is None else int(fblock)
     sizes = np.array([fb, ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS, HIST_MAX_CHUNKS, GATHER_ROWS,
                       SPARSE_CHUNK_ROWS, int(gathered)], dtype=np.int64)
     parallel = use_parallel(int((ends - starts).sum() * lay.per_row), HIST_PARALLEL_MIN_WORK)
     (_hist_par if parallel else _hist_ser)(
         codes, stats, order, starts, ends, out, np.asarray(slots, dtype=np.int64), scratch,
-        lay.feats, *lay.bundles, *lay.lists, *lay.tail, sizes)
+        lay.feats, *lay.bundles, *lay.lists, *lay.tail, *lay.rows, sizes)
 
 
 def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,
-                     sparse_codes=None, unit_last=False):
-    """Histograms ``(len(starts), d, n_bins, K)`` of the nodes over dense ``codes``."""
+                     sparse_codes=None, unit_last=False, row_codes=None):
+    """Histograms ``(len(starts), d, n_bins, K)`` of the nodes over dense ``codes``
+    (``row_codes``: see :func:`dense_layout`)."""
     nb = np.asarray(starts).shape[0]
     out = np.zeros((nb, codes.shape[1], n_bins, stats.shape[1]))
     dense_hist_into(codes, np.ascontiguousarray(stats, dtype=np.float64), order, starts, ends,
-                    out, np.arange(nb), sparse_codes=sparse_codes, fblock=fblock,
-                    unit_last=unit_last)
+                    out, np.arange(nb), fblock=fblock, unit_last=unit_last,
+                    layout=dense_layout(codes, sparse_codes, row_codes))
     return out
 
 
@@ -676,8 +746,8 @@ def subtract_siblings(parent, out, small, big, parent_index=None, n_bins=None) -
             else np.asarray(parent_index, dtype=np.int64))
     n_bins = (np.full(out.shape[1], out.shape[2], dtype=np.int64) if n_bins is None
               else np.minimum(np.asarray(n_bins, dtype=np.int64), out.shape[2]))
-    work = int(n_bins.sum()) * out.shape[3] * small.shape[0]
-    if use_parallel(work, LEVEL_PARALLEL_MIN_WORK) and small.shape[0] > 1:
+    if small.shape[0] > 1 and use_parallel(int(n_bins.sum()) * out.shape[3] * small.shape[0],
+                                           LEVEL_PARALLEL_MIN_WORK):
         _subtract_par(parent, pidx, out, small, big, n_bins)
     else:
         _subtract_ser(parent, pidx, out, small, big, n_bins)
@@ -700,6 +770,46 @@ def child_totals(hist, totals, js, feats, bins):  # pragma: no cover
             out[2 * i, k] = acc
             out[2 * i + 1, k] = totals[j, k] - acc
     return out
+
+
+@njit(cache=True, nogil=True)
+def level_children(hist, totals, features, bins, starts, ends, n_left):  # pragma: no cover
+    """The bookkeeping of one depth after its split decisions, in one compiled call.
+
+    Node ``j`` (rows ``starts[j]:ends[j]``) splits on ``(features[j], bins[j])`` or is a
+    leaf (feature -1); ``n_left[j]``: its rows going left, as a partition returns them,
+    or an empty array to take them from the left child's last statistic (a row count:
+    unit last statistic, no partition). Returns ``(js, closed, child_starts,
+    child_ends, child_totals, small, big)``: the split nodes, the leaf nodes, the
+    children's row ranges and :func:`child_totals` (left then right per split), and per
+    split the child to build (the one with fewer rows; ties: the left) and its sibling
+    (by subtraction)."""
+    nb = features.shape[0]
+    n_split = 0
+    for j in range(nb):
+        n_split += features[j] >= 0
+    js = np.empty(n_split, dtype=np.int64)
+    closed = np.empty(nb - n_split, dtype=np.int64)
+    a = 0
+    for j in range(nb):
+        if features[j] >= 0:
+            js[a] = j
+            a += 1
+        else:
+            closed[j - a] = j
+    c_totals = child_totals(hist, totals, js, features[js], bins[js])
+    c_starts = np.empty(2 * n_split, dtype=np.int64)
+    c_ends = np.empty(2 * n_split, dtype=np.int64)
+    small = np.empty(n_split, dtype=np.int64)
+    last = totals.shape[1] - 1
+    for i in range(n_split):
+        j = js[i]
+        s, e = starts[j], ends[j]
+        mid = s + (n_left[j] if n_left.shape[0] else np.int64(np.rint(c_totals[2 * i, last])))
+        c_starts[2 * i], c_ends[2 * i] = s, mid
+        c_starts[2 * i + 1], c_ends[2 * i + 1] = mid, e
+        small[i] = 2 * i + (1 if e - mid < mid - s else 0)
+    return js, closed, c_starts, c_ends, c_totals, small, small ^ 1
 
 
 @njit(cache=True, nogil=True)
@@ -902,6 +1012,9 @@ def partition_sparse(
     code = np.empty(n_rows, dtype=np.uint8)
     for j in range(nb):
         s, e, f, b = starts[j], ends[j], features[j], bins[j]
+        if f < 0:  # a leaf: its rows stay where they are
+            n_left[j] = e - s
+            continue
         for p in range(s, e):
             code[order[p]] = zero_bin[f]
         for q in range(indptr[f], indptr[f + 1]):
@@ -1087,7 +1200,7 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
         raise ValueError(f"totals has {totals.shape[0]} rows for {hist.shape[0]} nodes")
     args = (hist, float(lam), np.asarray(n_valid, dtype=np.int64), float(min_child_weight),
             float(min_child_count), np.asarray(counts, dtype=np.float64), totals)
-    if use_parallel(int(np.sum(n_valid)) * hist.shape[0], SPLIT_PARALLEL_MIN_CANDIDATES):
+    if use_parallel(int(args[2].sum()) * hist.shape[0], SPLIT_PARALLEL_MIN_CANDIDATES):
         return _best_par(*args, FEATURE_BLOCK)
     return _best_ser(*args, FEATURE_BLOCK)
 

@@ -225,7 +225,7 @@ def test_histogram_buffers_keep_unused_bins_zero(monkeypatch, large):
         fresh = G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(t), **kw)
         np.testing.assert_array_equal(shared.tree.value, fresh.tree.value)
         np.testing.assert_array_equal(shared.tree.feature, fresh.tree.feature)
-        bufs = [b for k, b in ws._flat.items() if k.startswith("hist")]
+        bufs = [b for k, b in ws._flat.items() if isinstance(k, tuple) and k[0].startswith("hist")]
         assert len(bufs) == 2
         for buf in bufs:
             h = buf[: buf.size // (m.n_features * m.max_bins * 2) * m.n_features * m.max_bins
