@@ -278,7 +278,7 @@ def grow_tree(
         f_s, b_s = feat[js], bin_[js]
         if n_left is no_counts:
             last_splits = (starts[js], ends[js], f_s, b_s)
-        node_ids = nodes.split(node_ids[js], f_s, b_s, mapper, depth + 1)
+        node_ids = nodes.split(node_ids[js], f_s, b_s)
         totals, starts, ends = c_totals, c_starts, c_ends
         hist = (_child_histograms(data, stats, order, starts, ends, small, big, hist, js,
                                   levels, rows_io)
@@ -296,7 +296,7 @@ def grow_tree(
         label=label,
     )
     values = np.asarray(leaf_policy(lctx), dtype=np.float64).reshape(ids.size, n_outputs)
-    tree, bins = nodes.build(ids, values, n_outputs, depth_arr)
+    tree, bins = nodes.build(ids, values, n_outputs, depth_arr, mapper)
     if scores is None:
         return GrownTree(tree=tree, bins=bins, order=order,
                          leaf_start=leaf_start, leaf_end=leaf_end, leaf_node=ids)
@@ -422,26 +422,23 @@ class _NodeTable:
         self.parents: list[np.ndarray] = []
         self.feats: list[np.ndarray] = []
         self.bins: list[np.ndarray] = []
-        self.thresholds: list[np.ndarray] = []
-        self.first_child: list[np.ndarray] = []
 
-    def split(self, parents, feats, bins_, mapper: BinMapper, child_depth: int) -> np.ndarray:
+    def split(self, parents, feats, bins_) -> np.ndarray:
         """Turn ``parents`` into numeric splits; returns the child ids (left, right, ...)."""
-        n = parents.size
-        children = self.n_nodes + np.arange(2 * n, dtype=np.int64)
-        self.thresholds.append(mapper.threshold_table[feats, bins_])
+        n2 = 2 * parents.size
+        children = np.arange(self.n_nodes, self.n_nodes + n2, dtype=np.int64)
         self.parents.append(parents)
         self.feats.append(feats)
         self.bins.append(bins_)
-        self.first_child.append(children[0::2])
-        self.n_nodes += 2 * n
-        self.level_sizes.append(2 * n)
+        self.n_nodes += n2
+        self.level_sizes.append(n2)
         return children
 
     def depth_array(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.level_sizes), dtype=np.int32), self.level_sizes)
 
-    def build(self, leaf_ids, leaf_values, n_outputs: int, depth) -> tuple[ArrayTree, np.ndarray]:
+    def build(self, leaf_ids, leaf_values, n_outputs: int, depth, mapper: BinMapper
+              ) -> tuple[ArrayTree, np.ndarray]:
         n = self.n_nodes
         kind = np.zeros(n, dtype=np.int8)  # LEAF
         feature = np.full(n, -1, dtype=np.int32)
@@ -451,12 +448,15 @@ class _NodeTable:
         bins = np.full(n, -1, dtype=np.int64)
         if self.parents:
             p = np.concatenate(self.parents)
+            f = np.concatenate(self.feats)
+            b = np.concatenate(self.bins)
             kind[p] = NUMERIC
-            feature[p] = np.concatenate(self.feats)
-            threshold[p] = np.concatenate(self.thresholds)
-            child_start[p] = np.concatenate(self.first_child)
+            feature[p] = f
+            threshold[p] = mapper.threshold_table[f, b]
+            # the children of a depth's splits are numbered in split order, two each
+            child_start[p] = 1 + 2 * np.arange(p.size)
             n_children[p] = 2
-            bins[p] = np.concatenate(self.bins)
+            bins[p] = b
         value = np.zeros((n, n_outputs))
         value[leaf_ids] = leaf_values
         tree = ArrayTree(kind=kind, feature=feature, threshold=threshold,

@@ -34,8 +34,6 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from dpexp.trees.binning import BUNDLE_VALUES
-
 FEATURE_BLOCK = 64
 # Elementary updates below which a kernel runs on one thread. Measured on the 2-core
 # bench machine: a fork/join of numba's pool, and the less optimised code numba emits
@@ -279,7 +277,7 @@ def _sparse_reduce(bufs, c0, c1, sparse_feats, default, ordered, s, e, h):  # pr
 def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, sparse_bins,
                     h):  # pragma: no cover
     """The sparse features' histograms of one node from its bundle histograms ``wb
-    (n_bundles, 256, K)`` (bundle ``c`` uses values ``0 .. n_values[c]-1``); each default
+    (n_bundles, V, K)`` (bundle ``c`` uses values ``0 .. n_values[c]-1 < V``); each default
     bin = node total - the other bins. Every row has one value in bundle 0 (0 when all
     its members are at their defaults), so the node total is the sum of bundle 0's
     histogram. Only the bins below ``sparse_bins`` (which bounds the sparse features'
@@ -485,12 +483,14 @@ def _finish_node(j, out, slots, feats, wb, part_d, part_b, part_first, vfeat, vc
 
 
 @njit(cache=True, nogil=True)
-def _hist_plan(starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, k_stats,
-               sizes):  # pragma: no cover
+def _hist_plan(starts, ends, out, feats, bcodes, bvalues, indptr, sparse_feats, sparse_bins,
+               k_stats, sizes):  # pragma: no cover
     """Gather chunks, column tasks and every buffer of one build (``sizes``: fblock,
-    max_row_columns, chunk_rows, max_chunks, gather_rows, sparse_chunk_rows, gathered)."""
+    max_row_columns, chunk_rows, max_chunks, gather_rows, sparse_chunk_rows, gathered).
+    Bundle buffers hold the values the bundles use (adult: 34 of 256), not all 256."""
     nb = starts.shape[0]
     n_bundles = bcodes.shape[1]
+    b_width = bvalues.max() if n_bundles > 0 else 0
     g0, g1, _ = _row_chunks(starts, ends, sizes[4])
     if sizes[6]:  # the caller keeps the statistics gathered (and partitioned) already
         g0, g1 = g0[:0], g1[:0]
@@ -500,8 +500,8 @@ def _hist_plan(starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bi
     # partial histograms of the dense features, by position in feats (not feature id)
     part_d = np.empty((n_parts if feats.shape[0] > 0 else 0, feats.shape[0], out.shape[2],
                        k_stats))
-    part_b = np.empty((n_parts if n_bundles > 0 else 0, n_bundles, BUNDLE_VALUES, k_stats))
-    wb = np.empty((nb if n_bundles > 0 else 0, n_bundles, BUNDLE_VALUES, k_stats))
+    part_b = np.empty((n_parts if n_bundles > 0 else 0, n_bundles, b_width, k_stats))
+    wb = np.empty((nb if n_bundles > 0 else 0, n_bundles, b_width, k_stats))
     lists = n_bundles == 0 and sparse_feats.shape[0] > 0 and indptr.shape[0] > 0
     ch0, ch1, chf = _row_chunks(starts, ends, sizes[5])
     if not lists:
@@ -538,8 +538,8 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
               vcode, bvalues, indptr, feat, code, default, sparse_feats, sparse_bins, rcodes,
               roff, sizes):  # pragma: no cover
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
-        starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
-        sizes)
+        starts, ends, out, feats, bcodes, bvalues, indptr, sparse_feats, sparse_bins,
+        out.shape[3], sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
     for g in prange(g0.shape[0]):
         _gather(stats, order, g0[g], g1[g], ordered)
@@ -559,8 +559,8 @@ def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bco
               roff, sizes):  # pragma: no cover
     """:func:`_hist_par` on one thread: the same tasks, the same sums."""
     g0, g1, tasks, part_d, part_b, wb, ch0, ch1, chf, bufs = _hist_plan(
-        starts, ends, out, feats, bcodes, indptr, sparse_feats, sparse_bins, out.shape[3],
-        sizes)
+        starts, ends, out, feats, bcodes, bvalues, indptr, sparse_feats, sparse_bins,
+        out.shape[3], sizes)
     t_node, t_p0, t_p1, t_c0, t_c1, t_part, part_first = tasks
     for g in range(g0.shape[0]):
         _gather(stats, order, g0[g], g1[g], ordered)
@@ -1140,7 +1140,7 @@ def _best_block(hist, lam, n_valid, mcw, mcc, counts, totals, j, f0, f1, best_ga
 
 
 @njit(cache=True, nogil=True)
-def _reduce_best(best_gain, best_bin):  # pragma: no cover
+def _reduce_best(best_gain, best_bin, min_gain):  # pragma: no cover
     nb, d = best_gain.shape
     feat = np.full(nb, -1, dtype=np.int64)
     bins = np.full(nb, -1, dtype=np.int64)
@@ -1151,11 +1151,15 @@ def _reduce_best(best_gain, best_bin):  # pragma: no cover
                 gains[j] = best_gain[j, f]
                 feat[j] = f
                 bins[j] = best_bin[j, f]
+        if not gains[j] > min_gain:
+            feat[j] = -1
+            bins[j] = -1
     return feat, bins, gains
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _best_par(hist, lam, n_valid, mcw, mcc, counts, totals, fblock):  # pragma: no cover
+def _best_par(hist, lam, n_valid, mcw, mcc, counts, totals, fblock, min_gain
+              ):  # pragma: no cover
     nb, d = hist.shape[0], hist.shape[1]
     best_gain = np.empty((nb, d))
     best_bin = np.empty((nb, d), dtype=np.int64)
@@ -1165,24 +1169,26 @@ def _best_par(hist, lam, n_valid, mcw, mcc, counts, totals, fblock):  # pragma: 
         f0 = (task % n_blocks) * fblock
         _best_block(hist, lam, n_valid, mcw, mcc, counts, totals, j, f0, min(f0 + fblock, d),
                     best_gain, best_bin)
-    return _reduce_best(best_gain, best_bin)
+    return _reduce_best(best_gain, best_bin, min_gain)
 
 
 @njit(cache=True, nogil=True)
-def _best_ser(hist, lam, n_valid, mcw, mcc, counts, totals, fblock):  # pragma: no cover
+def _best_ser(hist, lam, n_valid, mcw, mcc, counts, totals, fblock, min_gain
+              ):  # pragma: no cover
     nb, d = hist.shape[0], hist.shape[1]
     best_gain = np.empty((nb, d))
     best_bin = np.empty((nb, d), dtype=np.int64)
     for j in range(nb):
         _best_block(hist, lam, n_valid, mcw, mcc, counts, totals, j, 0, d, best_gain,
                     best_bin)
-    return _reduce_best(best_gain, best_bin)
+    return _reduce_best(best_gain, best_bin, min_gain)
 
 
 _NO_TOTALS = np.zeros((0, 2))
 
 
-def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, totals=None):
+def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, totals=None,
+                min_gain=-np.inf):
     """Greedy (non-private) best candidate per node with its gain improvement.
 
     Improvement = G(I_L, I_R) - (sum g)^2 / (H + lambda) (Eq. 3 minus the parent term).
@@ -1190,8 +1196,9 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
     ``(nb, d, B)`` count histogram, or an empty array meaning "hessian = count") is given,
     at least ``min_child_count`` rows. ``totals (nb, 2)``: the nodes' (gradient, hessian)
     sums, the parent of every candidate (default: each feature's own bin sums; both are
-    the node's sums, up to rounding). Returns (feature, bin, improvement); feature -1
-    when no valid candidate. Ties go to the lowest feature, then the lowest bin.
+    the node's sums, up to rounding). Returns (feature, bin, improvement); feature (and
+    bin) -1 when no valid candidate improves by more than ``min_gain``. Ties go to the
+    lowest feature, then the lowest bin.
     """
     hist = np.ascontiguousarray(hist, dtype=np.float64)
     totals = (_NO_TOTALS if totals is None
@@ -1201,8 +1208,8 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
     args = (hist, float(lam), np.asarray(n_valid, dtype=np.int64), float(min_child_weight),
             float(min_child_count), np.asarray(counts, dtype=np.float64), totals)
     if use_parallel(int(args[2].sum()) * hist.shape[0], SPLIT_PARALLEL_MIN_CANDIDATES):
-        return _best_par(*args, FEATURE_BLOCK)
-    return _best_ser(*args, FEATURE_BLOCK)
+        return _best_par(*args, FEATURE_BLOCK, float(min_gain))
+    return _best_ser(*args, FEATURE_BLOCK, float(min_gain))
 
 
 # ----------------------------------------------------------------------------- predict

@@ -40,14 +40,11 @@ class GreedySplit:
     min_gain: float = 0.0
 
     def __call__(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
-        feat, bins, gains = best_splits(
+        feat, bins, _ = best_splits(
             ctx.hist, float(self.reg_lambda), ctx.n_candidates,
             float(self.min_child_weight), float(self.min_samples_leaf), _EMPTY_COUNTS,
-            ctx.totals,
+            ctx.totals, min_gain=float(self.min_gain),
         )
-        leaf = ~(gains > self.min_gain)
-        feat[leaf] = -1
-        bins[leaf] = -1
         return feat, bins
 
 

@@ -59,7 +59,7 @@ def test_best_splits_is_the_best_candidate(seed, n_nodes, n_features, n_bins, mc
     for tot in (None, totals):
         for kernel in (H._best_ser, H._best_par):
             args = (hist, LAM, n_valid, 1e-3, mcc, no_counts,
-                    H._NO_TOTALS if tot is None else tot, 3)
+                    H._NO_TOTALS if tot is None else tot, 3, -np.inf)
             feat, bins, gains = kernel(*args)
             for j, exp in enumerate(expected):
                 if exp is None:
@@ -76,8 +76,8 @@ def test_serial_and_parallel_pick_the_same_split():
     hist[:, :, :, 0] += np.random.default_rng(1).normal(size=hist.shape[:3]) * 1e-3
     no_counts = np.zeros((0, 0, 0))
     for tot in (H._NO_TOTALS, totals):
-        ser = H._best_ser(hist, LAM, n_valid, 1e-3, 1.0, no_counts, tot, 4)
-        par = H._best_par(hist, LAM, n_valid, 1e-3, 1.0, no_counts, tot, 4)
+        ser = H._best_ser(hist, LAM, n_valid, 1e-3, 1.0, no_counts, tot, 4, -np.inf)
+        par = H._best_par(hist, LAM, n_valid, 1e-3, 1.0, no_counts, tot, 4, -np.inf)
         for a, b in zip(ser, par, strict=True):
             np.testing.assert_array_equal(a, b)
 
@@ -107,3 +107,17 @@ def test_totals_must_match_nodes():
     hist, n_valid, totals = _histograms(0, 3, 2, 4)
     with pytest.raises(ValueError, match="totals"):
         H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals[:2])
+
+
+def test_min_gain_makes_leaves_of_nodes_that_do_not_improve_enough():
+    hist, n_valid, totals = _histograms(7, 6, 5, 8)
+    feat, bins, gains = H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)),
+                                      totals)
+    cut = float(np.median(gains[np.isfinite(gains)]))
+    f2, b2, g2 = H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals,
+                               min_gain=cut)
+    np.testing.assert_array_equal(g2, gains)  # the improvements are still reported
+    keep = gains > cut
+    assert keep.any() and (~keep).any()
+    np.testing.assert_array_equal(f2, np.where(keep, feat, -1))
+    np.testing.assert_array_equal(b2, np.where(keep, bins, -1))
