@@ -28,7 +28,7 @@ gathered statistics along (:func:`partition_rows`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -409,11 +409,11 @@ def _row_task(rcodes, roff, ordered, order, p0, p1, nd, hd, dslots, hb, bvalues
     stored = ordered.shape[0]
     buf = np.zeros(roff[roff.shape[0] - 1] * k_stats)
     n_col = rcodes.shape[1]
+    rows = order[p0:p1]  # indexed from 0, row ids unsigned: see the dense section
     if k_stats == 2:  # the GBDT case: two scalars per row, no inner k loop
         unit = stored == 1
-        og = ordered[0]
-        oh = ordered[stored - 1]
-        rows, og, oh = order[p0:p1], og[p0:p1], oh[p0:p1]  # indexed from 0: see above
+        og = ordered[0, p0:p1]
+        oh = ordered[stored - 1, p0:p1]
         for p in range(p1 - p0):
             row = rcodes[np.uint64(rows[p])]
             gp = og[p]
@@ -423,12 +423,13 @@ def _row_task(rcodes, roff, ordered, order, p0, p1, nd, hd, dslots, hb, bvalues
                 buf[t] += gp
                 buf[t + 1] += hp
     else:
-        for p in range(p0, p1):
-            row = rcodes[order[p]]
+        stat = ordered[:, p0:p1]
+        for p in range(p1 - p0):
+            row = rcodes[np.uint64(rows[p])]
             for c in range(n_col):
                 t = k_stats * np.intp(row[c])
                 for k in range(stored):
-                    buf[t + k] += ordered[k, p]
+                    buf[t + k] += stat[k, p]
                 if stored < k_stats:
                     buf[t + k_stats - 1] += 1.0
     for i in range(nd):
@@ -596,15 +597,17 @@ _NO_CODES = np.zeros((0, 0), dtype=np.uint8, order="F")
 @dataclass(frozen=True)
 class DenseLayout:
     """The kernel arguments that depend on a dense binned table only (its dense features,
-    bundles or row-sparse lists): built once per tree, not once per histogram build."""
+    bundles or row-sparse lists, its row-major codes): made once per fit, not once per
+    histogram build. ``fblock``: columns per task of a column-task build
+    (:func:`feature_block`)."""
 
     feats: np.ndarray
     bundles: tuple
     lists: tuple
     tail: tuple
     per_row: float
-    fblock: int = 2  # columns per task of a column-task build (:func:`feature_block`)
-    rows: tuple = (np.zeros((0, 0), dtype=np.uint8), np.zeros(1, dtype=np.int64))
+    fblock: int
+    rows: tuple
 
     @property
     def n_columns(self) -> int:
@@ -616,32 +619,31 @@ def dense_layout(codes, sparse_codes=None, row_codes=None) -> DenseLayout:
     :class:`~dpexp.trees.binning.SparseFeatureCodes` (None: every feature dense) and
     optionally its :class:`~dpexp.trees.binning.RowCodes` (tasks over every column of a
     node's rows then read those: the same histograms, faster)."""
-    lay = _dense_layout(codes, sparse_codes)
-    lay = replace(lay, fblock=feature_block(lay.n_columns))
-    if row_codes is None:
-        return lay
-    if row_codes.n_columns != lay.n_columns or row_codes.codes.shape[0] != codes.shape[0]:
-        raise ValueError(f"row codes of shape {row_codes.codes.shape} do not fit a table of "
-                         f"{codes.shape[0]} rows and {lay.n_columns} histogram columns")
-    return replace(lay, rows=(row_codes.codes, row_codes.offset))
-
-
-def _dense_layout(codes, sparse_codes) -> DenseLayout:
     sc = sparse_codes
     no_bundles = (_NO_CODES, np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1), dtype=np.uint8),
                   _NO_INT)
     no_lists = (_NO_INT, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
     if sc is None:
         feats = np.arange(codes.shape[1], dtype=np.int64)
-        return DenseLayout(feats, no_bundles, no_lists,
-                           (np.zeros(codes.shape[1], dtype=np.uint8), _NO_INT, 1), feats.size)
-    tail = (sc.default_bin, sc.sparse_features, sc.sparse_bins)
-    if sc.n_bundles:
-        bundles = (sc.bundle_codes, sc.bundle_feature, sc.bundle_code, sc.bundle_values)
-        return DenseLayout(sc.dense_features, bundles, no_lists, tail,
-                           sc.dense_features.size + sc.n_bundles)
-    return DenseLayout(sc.dense_features, no_bundles, (sc.indptr, sc.feature, sc.code), tail,
-                       sc.dense_features.size + sc.mean_nnz)
+        parts = (feats, no_bundles, no_lists,
+                 (np.zeros(codes.shape[1], dtype=np.uint8), _NO_INT, 1), feats.size)
+    elif sc.n_bundles:
+        parts = (sc.dense_features,
+                 (sc.bundle_codes, sc.bundle_feature, sc.bundle_code, sc.bundle_values),
+                 no_lists, (sc.default_bin, sc.sparse_features, sc.sparse_bins),
+                 sc.dense_features.size + sc.n_bundles)
+    else:
+        parts = (sc.dense_features, no_bundles, (sc.indptr, sc.feature, sc.code),
+                 (sc.default_bin, sc.sparse_features, sc.sparse_bins),
+                 sc.dense_features.size + sc.mean_nnz)
+    n_columns = parts[0].size + parts[1][0].shape[1]
+    rows = (np.zeros((0, 0), dtype=np.uint8), np.zeros(1, dtype=np.int64))  # none
+    if row_codes is not None:
+        if row_codes.n_columns != n_columns or row_codes.codes.shape[0] != codes.shape[0]:
+            raise ValueError(f"row codes of shape {row_codes.codes.shape} do not fit a table "
+                             f"of {codes.shape[0]} rows and {n_columns} histogram columns")
+        rows = (row_codes.codes, row_codes.offset)
+    return DenseLayout(*parts, fblock=feature_block(n_columns), rows=rows)
 
 
 def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_codes=None,
