@@ -73,6 +73,7 @@ class SplitContext:
     rng: np.random.Generator
     accountant: Any | None
     label: str = ""
+    n_candidates_total: int | None = None  # sum(n_candidates), when the grower has it
 
     @property
     def n_nodes(self) -> int:
@@ -153,9 +154,9 @@ class GrownTree:
 
 
 def _build_into(data: BinnedData, stats, order, starts, ends, out, slots,
-                rows_io: _RowBuffers | None = None) -> None:
-    """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``
-    (dense data: with the tree's row buffers)."""
+                rows_io: _RowBuffers | None = None, n_rows: int | None = None) -> None:
+    """Histograms of the nodes ``order[starts[j]:ends[j]]`` (``n_rows`` rows in all)
+    into ``out[slots[j]]`` (dense data: with the tree's row buffers)."""
     if data.is_sparse:
         out[slots] = build_hist_sparse(
             data.indptr, data.rows, data.values, data.zero_bin, stats, order, starts, ends,
@@ -164,7 +165,7 @@ def _build_into(data: BinnedData, stats, order, starts, ends, out, slots,
         return
     dense_hist_into(data.codes, stats, order, starts, ends, out, slots,
                     scratch=rows_io.stats, gathered=rows_io.gathered,
-                    unit_last=rows_io.unit_last, layout=rows_io.layout)
+                    unit_last=rows_io.unit_last, layout=rows_io.layout, n_rows=n_rows)
 
 
 def grow_tree(
@@ -220,6 +221,7 @@ def grow_tree(
     rows_io = None if data.is_sparse else _RowBuffers(
         stats, order, ws, unit_last, ws.layout(data))
     n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
+    n_candidates_total = int(n_candidates.sum())
     hist_shape = (data.n_features, max(mapper.max_bins, 1), k_stats)
     nodes = _NodeTable()
     # open nodes of the current depth
@@ -231,7 +233,7 @@ def grow_tree(
     if max_depth > 0:
         hist = levels.next(1)
         _build_into(data, stats, order, starts, ends, hist, np.zeros(1, dtype=np.int64),
-                    rows_io)
+                    rows_io, order.size)
     if hist is not None and hist.shape[1] > 0:
         # every row lies in one bin of feature 0: a few hundred additions, not one per row
         totals = hist[0, 0].sum(axis=0).reshape(1, k_stats)
@@ -252,7 +254,7 @@ def grow_tree(
         ctx = SplitContext(
             depth=depth, max_depth=max_depth, hist=hist, totals=totals,
             n_candidates=n_candidates, n_rows=ends - starts, node_ids=node_ids, rng=rng,
-            accountant=accountant, label=label,
+            accountant=accountant, label=label, n_candidates_total=n_candidates_total,
         )
         feat, bin_ = split_policy(ctx)
         feat = np.asarray(feat, dtype=np.int64)
@@ -268,7 +270,7 @@ def grow_tree(
             n_left = rows_io.partition(data.codes_by_feature(), starts, ends, feat, bin_,
                                        with_stats=not last)
             order = rows_io.order
-        js, closed, c_starts, c_ends, c_totals, small, big = level_children(
+        js, closed, c_starts, c_ends, c_totals, small, big, small_rows = level_children(
             hist, totals, feat, bin_, starts, ends, n_left)
         if closed.size:
             leaves.add(node_ids[closed], totals[closed], starts[closed], ends[closed])
@@ -280,8 +282,8 @@ def grow_tree(
             last_splits = (starts[js], ends[js], f_s, b_s)
         node_ids = nodes.split(node_ids[js], f_s, b_s)
         totals, starts, ends = c_totals, c_starts, c_ends
-        hist = (_child_histograms(data, stats, order, starts, ends, small, big, hist, js,
-                                  levels, rows_io)
+        hist = (_child_histograms(data, stats, order, starts, ends, small, big, small_rows,
+                                  hist, js, levels, rows_io)
                 if not last else None)
 
     ids, leaf_totals, leaf_start, leaf_end = leaves.arrays(k_stats)
@@ -491,7 +493,8 @@ class _HistogramLevels:
     def __init__(self, ws: GrowWorkspace, hist_shape: tuple[int, ...], n_bins) -> None:
         self.ws = ws
         self.hist_shape = hist_shape
-        self.n_bins = np.asarray(n_bins, dtype=np.int64)
+        self.n_bins = np.minimum(np.asarray(n_bins, dtype=np.int64), hist_shape[1])
+        self.n_bins_total = int(self.n_bins.sum())
         self.turn = 0
 
     def next(self, n_nodes: int) -> np.ndarray:
@@ -499,13 +502,15 @@ class _HistogramLevels:
         return self.ws.zeros(f"hist{self.turn}", (n_nodes, *self.hist_shape))
 
 
-def _child_histograms(data, stats, order, starts, ends, small, big, parent_hist,
+def _child_histograms(data, stats, order, starts, ends, small, big, small_rows, parent_hist,
                       parent_index, levels: _HistogramLevels, rows_io=None) -> np.ndarray:
     """Histograms of all children (``starts``/``ends``: left, right per split): build
-    child ``small[i]`` of split ``i``, get its sibling ``big[i]`` as parent minus child
-    (the "subtraction trick"); split ``i`` is node ``parent_index[i]`` of
-    ``parent_hist``."""
+    child ``small[i]`` of split ``i`` (``small_rows`` rows in all), get its sibling
+    ``big[i]`` as parent minus child (the "subtraction trick"); split ``i`` is node
+    ``parent_index[i]`` of ``parent_hist``."""
     out = levels.next(starts.size)
-    _build_into(data, stats, order, starts[small], ends[small], out, small, rows_io)
-    subtract_siblings(parent_hist, out, small, big, parent_index, levels.n_bins)
+    _build_into(data, stats, order, starts[small], ends[small], out, small, rows_io,
+                small_rows)
+    subtract_siblings(parent_hist, out, small, big, parent_index, levels.n_bins,
+                      levels.n_bins_total)
     return out

@@ -648,7 +648,7 @@ def dense_layout(codes, sparse_codes=None, row_codes=None) -> DenseLayout:
 
 def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_codes=None,
                     scratch=None, fblock=None, gathered=False, unit_last=False,
-                    layout: DenseLayout | None = None) -> None:
+                    layout: DenseLayout | None = None, n_rows: int | None = None) -> None:
     """Write the histogram of node ``j`` (rows ``order[starts[j]:ends[j]]``) into
     ``out[slots[j]]`` from dense ``codes (n, d)`` (column-major is fastest).
 
@@ -661,7 +661,8 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     in order only; ``unit_last``: the last statistic is 1 for every row (e.g. unit
     hessians), so it is counted, never stored or read (``scratch`` then has ``K - 1``
     rows). Bins of a sparse feature at or past ``sparse_bins`` (which bounds its codes)
-    are not written: ``out`` must hold zeros there, as a zeroed buffer does.
+    are not written: ``out`` must hold zeros there, as a zeroed buffer does. ``n_rows``:
+    the nodes' rows in all, when the caller has it already.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -676,7 +677,9 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     fb = lay.fblock if fblock is None else int(fblock)
     sizes = np.array([fb, ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS, HIST_MAX_CHUNKS, GATHER_ROWS,
                       SPARSE_CHUNK_ROWS, int(gathered)], dtype=np.int64)
-    parallel = use_parallel(int((ends - starts).sum() * lay.per_row), HIST_PARALLEL_MIN_WORK)
+    if n_rows is None:
+        n_rows = int((ends - starts).sum())
+    parallel = use_parallel(int(n_rows * lay.per_row), HIST_PARALLEL_MIN_WORK)
     (_hist_par if parallel else _hist_ser)(
         codes, stats, order, starts, ends, out, np.asarray(slots, dtype=np.int64), scratch,
         lay.feats, *lay.bundles, *lay.lists, *lay.tail, *lay.rows, sizes)
@@ -755,17 +758,20 @@ def _subtract_ser(parent, pidx, out, small, big, n_bins):  # pragma: no cover
         _subtract_one(parent, pidx[i], out, small[i], big[i], n_bins)
 
 
-def subtract_siblings(parent, out, small, big, parent_index=None, n_bins=None) -> None:
+def subtract_siblings(parent, out, small, big, parent_index=None, n_bins=None,
+                      n_bins_total=None) -> None:
     """``out[big[i]] = parent[parent_index[i]] - out[small[i]]`` (``parent_index``
     defaults to ``i``): the larger child of split ``i`` from its parent and its built
     smaller sibling (no temporary arrays). ``n_bins[f]``: only bins below it are
-    subtracted (default: all); the others of ``out[big[i]]`` are left as they are."""
+    subtracted (default: all); the others of ``out[big[i]]`` are left as they are.
+    ``n_bins_total``: ``sum(n_bins)``, when the caller has it already."""
     pidx = (np.arange(small.shape[0], dtype=np.int64) if parent_index is None
             else np.asarray(parent_index, dtype=np.int64))
     n_bins = (np.full(out.shape[1], out.shape[2], dtype=np.int64) if n_bins is None
               else np.minimum(np.asarray(n_bins, dtype=np.int64), out.shape[2]))
-    if small.shape[0] > 1 and use_parallel(int(n_bins.sum()) * out.shape[3] * small.shape[0],
-                                           LEVEL_PARALLEL_MIN_WORK):
+    if small.shape[0] > 1 and use_parallel(
+            int(n_bins.sum() if n_bins_total is None else n_bins_total) * out.shape[3]
+            * small.shape[0], LEVEL_PARALLEL_MIN_WORK):
         _subtract_par(parent, pidx, out, small, big, n_bins)
     else:
         _subtract_ser(parent, pidx, out, small, big, n_bins)
@@ -798,10 +804,10 @@ def level_children(hist, totals, features, bins, starts, ends, n_left):  # pragm
     leaf (feature -1); ``n_left[j]``: its rows going left, as a partition returns them,
     or an empty array to take them from the left child's last statistic (a row count:
     unit last statistic, no partition). Returns ``(js, closed, child_starts,
-    child_ends, child_totals, small, big)``: the split nodes, the leaf nodes, the
-    children's row ranges and :func:`child_totals` (left then right per split), and per
+    child_ends, child_totals, small, big, small_rows)``: the split nodes, the leaf nodes,
+    the children's row ranges and :func:`child_totals` (left then right per split), per
     split the child to build (the one with fewer rows; ties: the left) and its sibling
-    (by subtraction)."""
+    (by subtraction), and the rows of the children to build."""
     nb = features.shape[0]
     n_split = 0
     for j in range(nb):
@@ -820,14 +826,17 @@ def level_children(hist, totals, features, bins, starts, ends, n_left):  # pragm
     c_ends = np.empty(2 * n_split, dtype=np.int64)
     small = np.empty(n_split, dtype=np.int64)
     last = totals.shape[1] - 1
+    small_rows = 0
     for i in range(n_split):
         j = js[i]
         s, e = starts[j], ends[j]
         mid = s + (n_left[j] if n_left.shape[0] else np.int64(np.rint(c_totals[2 * i, last])))
         c_starts[2 * i], c_ends[2 * i] = s, mid
         c_starts[2 * i + 1], c_ends[2 * i + 1] = mid, e
-        small[i] = 2 * i + (1 if e - mid < mid - s else 0)
-    return js, closed, c_starts, c_ends, c_totals, small, small ^ 1
+        right = e - mid < mid - s
+        small[i] = 2 * i + (1 if right else 0)
+        small_rows += (e - mid) if right else (mid - s)
+    return js, closed, c_starts, c_ends, c_totals, small, small ^ 1, small_rows
 
 
 @njit(cache=True, nogil=True)
@@ -1209,7 +1218,7 @@ _NO_TOTALS = np.zeros((0, 2))
 
 
 def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, totals=None,
-                min_gain=-np.inf):
+                min_gain=-np.inf, n_valid_total=None):
     """Greedy (non-private) best candidate per node with its gain improvement.
 
     Improvement = G(I_L, I_R) - (sum g)^2 / (H + lambda) (Eq. 3 minus the parent term).
@@ -1219,7 +1228,8 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
     sums, the parent of every candidate (default: each feature's own bin sums; both are
     the node's sums, up to rounding). Returns (feature, bin, improvement); feature (and
     bin) -1 when no valid candidate improves by more than ``min_gain``. Ties go to the
-    lowest feature, then the lowest bin.
+    lowest feature, then the lowest bin. ``n_valid_total``: ``sum(n_valid)``, when the
+    caller has it already.
     """
     hist = np.ascontiguousarray(hist, dtype=np.float64)
     totals = (_NO_TOTALS if totals is None
@@ -1228,7 +1238,8 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
         raise ValueError(f"totals has {totals.shape[0]} rows for {hist.shape[0]} nodes")
     args = (hist, float(lam), np.asarray(n_valid, dtype=np.int64), float(min_child_weight),
             float(min_child_count), np.asarray(counts, dtype=np.float64), totals)
-    if use_parallel(int(args[2].sum()) * hist.shape[0], SPLIT_PARALLEL_MIN_CANDIDATES):
+    total = int(args[2].sum()) if n_valid_total is None else int(n_valid_total)
+    if use_parallel(total * hist.shape[0], SPLIT_PARALLEL_MIN_CANDIDATES):
         return _best_par(*args, FEATURE_BLOCK, float(min_gain))
     return _best_ser(*args, FEATURE_BLOCK, float(min_gain))
 

@@ -43,7 +43,7 @@ class GreedySplit:
         feat, bins, _ = best_splits(
             ctx.hist, float(self.reg_lambda), ctx.n_candidates,
             float(self.min_child_weight), float(self.min_samples_leaf), _EMPTY_COUNTS,
-            ctx.totals, min_gain=float(self.min_gain),
+            ctx.totals, min_gain=float(self.min_gain), n_valid_total=ctx.n_candidates_total,
         )
         return feat, bins
 

@@ -148,8 +148,8 @@ def test_level_children_matches_step_by_step_bookkeeping(seed, n_nodes, counts):
     left_rows = np.array([hist[j, feat[j], : bins[j] + 1, 1].sum() if feat[j] >= 0 else sizes[j]
                           for j in range(n_nodes)]).astype(np.int64)
     n_left = np.zeros(0, dtype=np.int64) if counts else left_rows
-    js, closed, cs, ce, ct, small, big = H.level_children(hist, totals, feat, bins, starts,
-                                                          ends, n_left)
+    js, closed, cs, ce, ct, small, big, small_rows = H.level_children(
+        hist, totals, feat, bins, starts, ends, n_left)
     np.testing.assert_array_equal(js, np.flatnonzero(feat >= 0))
     np.testing.assert_array_equal(closed, np.flatnonzero(feat < 0))
     np.testing.assert_array_equal(ct, H.child_totals(hist, totals, js, feat[js], bins[js]))
@@ -159,6 +159,7 @@ def test_level_children_matches_step_by_step_bookkeeping(seed, n_nodes, counts):
     child_sizes = (ce - cs).reshape(-1, 2)
     np.testing.assert_array_equal(small, 2 * np.arange(js.size) + np.argmin(child_sizes, axis=1))
     np.testing.assert_array_equal(big, small ^ 1)
+    assert small_rows == int((ce - cs)[small].sum())
 
 
 def test_sparse_partition_keeps_leaf_nodes_in_place():
