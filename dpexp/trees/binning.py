@@ -49,7 +49,8 @@ BUNDLE_VALUES = 256  # a bundle column is uint8; value 0 means "every member at 
 # the column kernels' time on adult (18 bundles, 141 bins: few values per column), but
 # 1.5x on cod-rna (8 columns, 2,040 bins) and up to 5x on sparse subsets of covtype-sized
 # tables (12 columns, 2,342 bins): a flat histogram past L1 and a table past L2 lose to
-# one column at a time.
+# one column at a time. Builds read row codes in their row tasks only, which cover every
+# column when there are at most ``histogram.ROW_TASK_MAX_COLUMNS`` (32 as well).
 ROW_CODES_MAX_COLUMNS = 32
 ROW_CODES_MAX_BINS = 256
 

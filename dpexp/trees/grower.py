@@ -493,7 +493,7 @@ class _HistogramLevels:
     def __init__(self, ws: GrowWorkspace, hist_shape: tuple[int, ...], n_bins) -> None:
         self.ws = ws
         self.hist_shape = hist_shape
-        self.n_bins = np.minimum(np.asarray(n_bins, dtype=np.int64), hist_shape[1])
+        self.n_bins = np.asarray(n_bins, dtype=np.int64)  # <= max_bins = hist_shape[1]
         self.n_bins_total = int(self.n_bins.sum())
         self.turn = 0
 

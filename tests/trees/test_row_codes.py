@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -165,8 +166,6 @@ def test_level_children_matches_step_by_step_bookkeeping(seed, n_nodes, counts):
 def test_sparse_partition_keeps_leaf_nodes_in_place():
     rng = np.random.default_rng(4)
     dense = rng.integers(0, 4, size=(60, 2))
-    import scipy.sparse as sp
-
     csc = sp.csc_matrix(dense)
     order = np.arange(60, dtype=np.int64)
     n_left = H.partition_sparse(csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
