@@ -15,13 +15,13 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from dpexp.privacy.public import DataDependentDomainWarning
 from dpexp.trees.binning import BinMapper, fit_bin_mapper
 from dpexp.trees.histogram import apply_csr, apply_dense, apply_dense_serial, use_parallel
 from dpexp.trees.tree import ArrayTree
 
 
-class DataDependentDomainWarning(UserWarning):
-    """Public metadata was missing, so a domain was taken from the private data."""
+__all__ = ["DataDependentDomainWarning"]  # re-exported: defined in dpexp.privacy.public
 
 
 def scale_labels(y: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -36,7 +36,9 @@ ALGORITHM_MODULES = [
 ]
 
 #: Estimator parameters the runner fills from the dataset's public metadata.
-PUBLIC_PARAMS = ("feature_domain", "categorical_features", "n_categories", "label_domain")
+PUBLIC_PARAMS = (
+    "feature_domain", "categorical_features", "n_categories", "label_domain", "classes",
+)
 
 
 @dataclass(frozen=True)

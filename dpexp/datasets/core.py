@@ -50,6 +50,7 @@ class Dataset:
             "categorical_features": self.categorical_features,
             "n_categories": self.n_categories,
             "label_domain": self.label_domain,
+            "classes": self.classes,
         }
 
     def summary(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,9 +29,11 @@ from scipy.special import ndtri
 from dpexp.seeding import seed_sequence
 
 __all__ = [
+    "EstimatorStreams",
     "SecureGenerator",
     "Rng",
     "check_rng",
+    "estimator_streams",
     "make_generator",
     "secure_generator",
     "spawn_generators",
@@ -139,3 +142,56 @@ def spawn_generators(parent: np.random.SeedSequence | Rng, n: int | Sequence[str
 def secure_generator() -> SecureGenerator:
     """A generator backed by the OS secure random source, for real (published) releases."""
     return SecureGenerator()
+
+
+@dataclass(frozen=True)
+class EstimatorStreams:
+    """An estimator's two kinds of randomness, kept apart.
+
+    ``structure``: data-independent choices that may be published with the model
+    (random split features and thresholds, tree seeds, record partitions, bagging).
+    ``noise``: every mechanism's noise, and any randomness a release shows only through
+    data (e.g. the label of an empty leaf). It is never derived from, and never
+    recoverable from, anything the model publishes.
+    """
+
+    structure: np.random.SeedSequence
+    noise: np.random.SeedSequence | Rng
+
+    def noise_generators(self, n: int | Sequence[str]) -> list[Rng]:
+        """``n`` independent noise generators (one per tree, mechanism, ...)."""
+        return spawn_generators(self.noise, n)
+
+    def noise_generator(self) -> Rng:
+        """One noise generator (a child of the noise stream)."""
+        return self.noise_generators(1)[0]
+
+
+#: Spawn key that separates the noise stream from the structure stream of a random_state.
+_NOISE_KEY = 0x6E6F697365  # "noise"
+
+
+def estimator_streams(random_state: Any, noise_rng: Any = None) -> EstimatorStreams:
+    """Structure and noise streams of a private estimator.
+
+    ``random_state`` (None or an int, as scikit-learn) seeds the structure stream.
+    ``noise_rng`` is None (noise from an independent SeedSequence keyed by
+    ``random_state`` -- reproducible, for experiments; fresh OS entropy when
+    ``random_state`` is None) or a ``numpy.random.Generator`` / :class:`SecureGenerator`
+    whose children draw the noise (``noise_rng=dpexp.privacy.secure_generator()`` for a
+    published model). Floating-point samplers leak through their low-order bits
+    (Mironov, CCS 2012); see docs/PRIVACY.md.
+    """
+    if random_state is not None and not isinstance(random_state, int | np.integer):
+        raise TypeError(
+            f"random_state must be None or an int, got {type(random_state).__name__}"
+        )
+    structure = np.random.SeedSequence(None if random_state is None else int(random_state))
+    if noise_rng is None:
+        if random_state is None:
+            noise: np.random.SeedSequence | Rng = np.random.SeedSequence()
+        else:
+            noise = np.random.SeedSequence([_NOISE_KEY, int(random_state)])
+    else:
+        noise = check_rng(noise_rng, "noise_rng")
+    return EstimatorStreams(structure=structure, noise=noise)
