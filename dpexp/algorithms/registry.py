@@ -55,6 +55,10 @@ class AlgorithmInfo:
     paper: str
     description: str
     default_params: dict[str, Any] = field(default_factory=dict)
+    #: Why the algorithm, although it takes an epsilon, gives no DP guarantee (None: it
+    #: does). Parameter-dependent cases mark the fit's accountant instead
+    #: (``Accountant.mark_not_dp``).
+    not_dp: str | None = None
 
     def estimator_class(self, task: str):
         if task not in self.targets:

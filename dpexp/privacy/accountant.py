@@ -96,6 +96,27 @@ class Accountant:
         self._stack: list[_Scope] = [_Scope(SEQUENTIAL, "")]
         self._entries: list[dict[str, Any]] = []
         self.outputs: dict[str, Any] = {}
+        self._not_dp: list[str] = []
+
+    # ------------------------------------------------------------------ guarantee
+    def mark_not_dp(self, reason: str) -> None:
+        """Record that this fit's release is *not* DP whatever its spends add up to.
+
+        Used by the variants kept only to reproduce a paper (e.g. the 2017
+        smooth-sensitivity leaf rule, feature selection on the private data): the runner
+        then writes ``private = false`` and no ``epsilon_spent`` for the cell.
+        """
+        if reason not in self._not_dp:
+            self._not_dp.append(str(reason))
+
+    @property
+    def is_dp(self) -> bool:
+        """False once :meth:`mark_not_dp` was called."""
+        return not self._not_dp
+
+    @property
+    def not_dp_reasons(self) -> list[str]:
+        return list(self._not_dp)
 
     # ------------------------------------------------------------------ totals
     @property
