@@ -369,7 +369,7 @@ def _algorithms():
             name="diffprivlib_rf", targets={"classification": f"{mod}:DiffprivlibForestClassifier"},
             private=True, paper=paper,
             description="IBM diffprivlib RandomForestClassifier (optional [peers] extra).",
-            default_params={"n_trees": 100},
+            default_params={"n_trees": 100}, requires=("diffprivlib",),
         ),
     ]
 

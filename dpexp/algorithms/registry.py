@@ -59,6 +59,8 @@ class AlgorithmInfo:
     #: does). Parameter-dependent cases mark the fit's accountant instead
     #: (``Accountant.mark_not_dp``).
     not_dp: str | None = None
+    #: Optional packages the estimator imports at fit time (checked before a run starts).
+    requires: tuple[str, ...] = ()
 
     def estimator_class(self, task: str):
         if task not in self.targets:
