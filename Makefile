@@ -5,13 +5,14 @@ JOBS ?= 2
 SEED ?= 0
 EXPERIMENTS = $(shell $(PYTHON) -m dpexp.cli list --json 2>/dev/null | $(PYTHON) -c "import json,sys; print(' '.join(r['id'] for r in json.load(sys.stdin)))")
 
-.PHONY: help install install-test test lint demo reproduce-smoke reproduce-all bench clean-results
+.PHONY: help install install-test test lint demo plan-all reproduce-smoke reproduce-all bench clean-results
 
 help:
 	@echo "make demo             install and run the default experiment (synthetic data, smoke scale)"
 	@echo "make test             install with test extras and run the test suite"
 	@echo "make reproduce-smoke  run every experiment at smoke scale (minutes), then render"
-	@echo "make reproduce-all    run every experiment at paper scale (days on 2 cores), resumable"
+	@echo "make plan-all         cells, cached cells and estimated wall time of every experiment (paper scale)"
+	@echo "make reproduce-all    print that plan, then run every experiment at paper scale (resumable)"
 	@echo "make bench            run the benchmarks in bench/ (prints ratios vs references)"
 	@echo "make lint             ruff"
 
@@ -37,10 +38,14 @@ reproduce-smoke: install
 	dpexp report --scale smoke
 
 reproduce-all: install
+	dpexp plan --all --scale paper --jobs $(JOBS) --seed $(SEED)
 	@for e in $(EXPERIMENTS); do \
 	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) || exit $$?; \
 	done
 	dpexp report --scale paper
+
+plan-all: install
+	dpexp plan --all --scale paper --jobs $(JOBS) --seed $(SEED)
 
 bench: install
 	$(PIP) install -q -e ".[bench]"

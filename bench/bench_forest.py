@@ -75,7 +75,8 @@ def make_ours(ds, rep: int):
 
     return FletcherForestClassifier(
         epsilon=1.0, n_trees=100, feature_domain=ds.feature_domain,
-        categorical_features=ds.categorical_features, n_categories=ds.n_categories, random_state=rep,
+        categorical_features=ds.categorical_features, n_categories=ds.n_categories,
+        classes=ds.classes, random_state=rep,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dpexp.errors import DpexpError
@@ -39,26 +40,32 @@ def guarded(fn):
         try:
             return fn(*args, **kwargs)
         except DpexpError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            # escape: messages hold literal brackets (pip install 'dpexp[peers]') that rich
+            # would otherwise read as markup and drop
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            err.print("interrupted: every finished cell is cached; run the same command to resume.")
+            again = "the same command without --force" if kwargs.get("force") else "the same command"
+            err.print(f"interrupted: every finished cell is cached; run {again} to resume.")
             raise typer.Exit(130) from None
 
     return wrapper
 
 
-def _parse_list(value: str | None) -> list[str] | None:
+def _parse_list(value: str | None, option: str = "the list") -> list[str] | None:
+    """Comma-separated items; an empty item (``1,,2``, a trailing comma) is an error."""
     if value is None:
         return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items:
-        raise DpexpError("expected a comma-separated list, got an empty value.")
+    items = [v.strip() for v in value.split(",")]
+    if not any(items):
+        raise DpexpError(f"{option}: expected a comma-separated list, got an empty value.")
+    if not all(items):
+        raise DpexpError(f"{option}: empty item in {value!r} (a stray comma?).")
     return items
 
 
 def _parse_epsilons(value: str | None) -> list[float] | None:
-    items = _parse_list(value)
+    items = _parse_list(value, "--epsilons")
     if items is None:
         return None
     eps = []
@@ -79,12 +86,63 @@ def _dirs(results_dir: Path | None, figures_dir: Path | None) -> tuple[Path, Pat
     return (results_dir or default_results_dir(), figures_dir or default_figures_dir())
 
 
-ResultsDir = Annotated[Path | None, typer.Option("--results-dir", help="Results and cache directory [default: results/].")]
-FiguresDir = Annotated[Path | None, typer.Option("--figures-dir", help="Figures directory [default: figures/].")]
+# Help texts avoid [square brackets]: rich reads them as markup and prints " ." instead.
+ResultsDir = Annotated[Path | None, typer.Option("--results-dir", help="Results and cache directory (default: results/).")]
+FiguresDir = Annotated[Path | None, typer.Option("--figures-dir", help="Figures directory (default: figures/).")]
 Scale = Annotated[str, typer.Option("--scale", help="smoke (seconds, subsampled) or paper (full).")]
+DatasetOpt = Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Dataset(s) (repeatable).")]
+AlgorithmsOpt = Annotated[str | None, typer.Option("--algorithms", help="Comma-separated labels or names.")]
+EpsilonsOpt = Annotated[str | None, typer.Option("--epsilons", help="Comma-separated epsilons > 0.")]
+SeedFilter = Annotated[list[int] | None, typer.Option("--seed", help="Only these run seeds (repeatable; default: all).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        import dpexp
+
+        typer.echo(f"dpexp {dpexp.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Reproduce the experiments of the papers on differentially private tree ensembles."""
+
+
+def _filters(dataset: list[str] | None, algorithms: str | None, epsilons: str | None,
+             seeds: list[int] | None):
+    """The run-style selection options as a ResultFilter (None where not given)."""
+    from dpexp.experiments.results import ResultFilter
+
+    for s in seeds or ():
+        if s < 0:
+            raise DpexpError(f"--seed must be >= 0, got {s}.")
+    algos = _parse_list(algorithms, "--algorithms")
+    eps = _parse_epsilons(epsilons)
+    return ResultFilter(
+        datasets=tuple(dataset) if dataset else None, algorithms=tuple(algos) if algos else None,
+        epsilons=tuple(eps) if eps else None, seeds=tuple(seeds) if seeds else None,
+    )
+
+
+def _check_scale(scale: str) -> None:
+    if scale not in ("smoke", "paper"):
+        raise DpexpError(f"Unknown scale {scale!r}; use one of smoke, paper.")
 
 
 # ----------------------------------------------------------------------------- experiments
+
+
+def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
+    """Per scale: cells of the spec's grid (seed 0) and cached cells (all seeds, overrides)."""
+    from dpexp.experiments.cache import cell_files
+    from dpexp.experiments.cells import expand
+
+    return {sc: {"grid": len(expand(spec.at_scale(sc), sc)), "cached": len(cell_files(rdir, spec.id, sc))}
+            for sc in ("smoke", "paper")}
 
 
 @app.command("list")
@@ -93,30 +151,35 @@ def list_experiments(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     results_dir: ResultsDir = None,
 ):
-    """Every experiment with its paper, caption, datasets, algorithms and cached results."""
-    from dpexp.experiments.cache import cached_experiments
-    from dpexp.experiments.spec import all_specs
+    """Every experiment with its paper, artefact, size and cached cells."""
+    from dpexp.experiments.spec import load_catalog
 
     rdir, _ = _dirs(results_dir, None)
-    cached = cached_experiments(rdir)
-    specs = all_specs()
-    rows = [
-        {
+    catalog = load_catalog()
+    rows = []
+    for s in catalog.specs.values():
+        counts = _cell_counts(s, rdir)
+        rows.append({
             "id": s.id, "aliases": s.aliases, "paper": s.paper, "artefact": s.artefact,
             "caption": s.caption, "datasets": [d.key for d in s.datasets],
-            "algorithms": [a.label for a in s.algorithms], "cached_scales": cached.get(s.id, []),
-        }
-        for s in specs.values()
-    ]
+            "algorithms": [a.label for a in s.algorithms],
+            "cached_scales": [sc for sc, c in counts.items() if c["cached"]], "cells": counts,
+        })
+    broken = {stem: str(exc) for stem, exc in catalog.errors.items()}
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps(rows if not broken else rows + [{"id": k, "error": v} for k, v in broken.items()], indent=2))
         return
-    t = Table("experiment", "paper / artefact", "datasets", "algorithms", "cached", show_lines=False)
+    # Narrow columns (counts, not lists) so the table reads at 80 columns; `dpexp show
+    # EXP` has the datasets and algorithms.
+    t = Table("experiment", "artefact", "data x algos", "cached smoke / paper", box=None, pad_edge=False)
     for r in rows:
         name = r["id"] + (f" ({', '.join(r['aliases'])})" if r["aliases"] else "")
-        t.add_row(name, f"{r['paper']}\n{r['artefact']}", ", ".join(r["datasets"]),
-                  ", ".join(r["algorithms"]), ", ".join(r["cached_scales"]) or "-")
+        c = r["cells"]
+        t.add_row(escape(name), escape(r["artefact"]), f"{len(r['datasets'])} x {len(r['algorithms'])}",
+                  f"{c['smoke']['cached']}/{c['smoke']['grid']} / {c['paper']['cached']}/{c['paper']['grid']}")
     out.print(t)
+    for stem, msg in broken.items():
+        err.print(f"[yellow]broken spec[/] {escape(stem)}: {escape(msg)}", highlight=False)
 
 
 @app.command()
@@ -139,10 +202,13 @@ def validate():
     from dpexp.algorithms.registry import get_algorithm
     from dpexp.datasets.registry import all_datasets
     from dpexp.experiments.procedures import get_procedure
-    from dpexp.experiments.spec import alias_map, all_specs
+    from dpexp.experiments.spec import alias_map, load_catalog
 
     reg = all_datasets()
-    specs = all_specs()
+    catalog = load_catalog()
+    if catalog.errors:  # list and run skip broken files; validate reports them
+        raise next(iter(catalog.errors.values()))
+    specs = catalog.specs
     alias_map(specs)
     from dpexp.errors import SpecError, UnknownNameError
 
@@ -160,99 +226,195 @@ def validate():
 @app.command()
 @guarded
 def run(
-    experiment: Annotated[str, typer.Argument(help="Experiment id or alias (e.g. fig2).")] = DEFAULT_EXPERIMENT,
-    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Dataset(s) to run (repeatable).")] = None,
-    algorithms: Annotated[str | None, typer.Option("--algorithms", help="Comma-separated labels or names.")] = None,
-    epsilons: Annotated[str | None, typer.Option("--epsilons", help="Comma-separated epsilons > 0.")] = None,
+    experiment: Annotated[str, typer.Argument(help="Experiment id, alias (e.g. fig2) or spec file.")] = DEFAULT_EXPERIMENT,
+    dataset: DatasetOpt = None,
+    algorithms: AlgorithmsOpt = None,
+    epsilons: EpsilonsOpt = None,
     scale: Scale = "smoke",
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers (-1 = all cores).")] = 1,
     backend: Annotated[str, typer.Option("--backend", help="loky, threading or dask.")] = "loky",
-    scheduler: Annotated[str | None, typer.Option("--scheduler", help="dask scheduler address (with --backend dask).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed; every cell's seed derives from it.")] = 0,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="dask scheduler address (needs --backend dask).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed; part of every cell (cached per seed).")] = 0,
     results_dir: ResultsDir = None,
     figures_dir: FiguresDir = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute cached cells.")] = False,
     no_render: Annotated[bool, typer.Option("--no-render", help="Do not render figures/tables.")] = False,
     ledger: Annotated[bool, typer.Option("--ledger", help="Write the privacy ledgers of the run to a JSON file.")] = False,
+    require_optional: Annotated[bool, typer.Option("--require-optional", help="Fail instead of skipping an algorithm whose optional package is missing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
-    from dpexp.experiments.runner import RunConfig, ledger_entries, run_experiment, select
+    from dpexp.experiments import runner as _runner
     from dpexp.experiments.spec import resolve
-    from dpexp.render.render import render_experiment
 
     if jobs == 0 or jobs < -1:
         raise DpexpError(f"--jobs must be >= 1 or -1, got {jobs}.")
     if seed < 0:
         raise DpexpError(f"--seed must be >= 0, got {seed}.")
+    if scheduler is not None and backend != "dask":
+        raise DpexpError(f"--scheduler needs --backend dask (got --backend {backend}).")
     rdir, fdir = _dirs(results_dir, figures_dir)
-    spec = resolve(experiment)
-    spec = select(spec.at_scale(scale), dataset or None, _parse_list(algorithms), _parse_epsilons(epsilons))
-    cfg = RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
-                    scheduler=scheduler, force=force, progress=not quiet and sys.stderr.isatty())
-    rep = run_experiment(spec, cfg)
+    full = resolve(experiment)
+    spec = _runner.select(full.at_scale(scale), dataset or None, _parse_list(algorithms, "--algorithms"),
+                  _parse_epsilons(epsilons))
+    # Outputs must be writable before hours of computing, not after.
+    _runner.check_writable(rdir, "results directory")
+    if not no_render:
+        _runner.check_writable(fdir, "figures directory")
+    cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
+                    scheduler=scheduler, force=force, progress=not quiet and sys.stderr.isatty(),
+                    require_optional=require_optional)
+    for note in _skipped_notes(spec, require_optional):
+        err.print(f"note: {escape(note)}", highlight=False)
+    rep = _runner.run_experiment(spec, cfg)
     out.print(
-        f"{spec.id} ({scale}): {rep.total} cells, {rep.computed} computed, {rep.cached} from cache, "
-        f"{rep.seconds:.1f}s; results: {rep.results_path}"
+        f"{spec.id} ({scale}, seed {seed}): {rep.total} cells, {rep.computed} computed, "
+        f"{rep.cached} from cache, {rep.seconds:.1f}s; results (every cached cell): {rep.results_path}",
+        highlight=False,
     )
     if ledger:
-        path = rdir / spec.id / f"ledger-{scale}.json"
+        path = rdir / spec.id / f"ledger-{scale}-seed{seed}.json"
         from dpexp.experiments.cache import atomic_write_text
 
-        atomic_write_text(path, json.dumps(ledger_entries(spec, scale, rdir), indent=1, default=str))
-        out.print(f"privacy ledgers: {path}")
+        atomic_write_text(path, json.dumps(_runner.ledger_entries(rep.spec, scale, rdir, seed), indent=1, default=str))
+        out.print(f"privacy ledgers: {path}", highlight=False)
     if not no_render:
-        r = render_experiment(spec, scale, rdir, fdir)
+        from dpexp.render.render import render_experiment
+
+        # render every cached cell of the experiment (not only this run's), so a run with
+        # overrides adds to the figures and tables instead of replacing them
+        r = render_experiment(full.at_scale(scale), scale, rdir, fdir)
         for f in r.files:
-            out.print(f"  wrote {f}")
+            out.print(f"  wrote {f}", highlight=False)
+
+
+def _skipped_notes(spec, require_optional: bool) -> list[str]:
+    """Notes on algorithms skipped for a missing optional package (checked before the run)."""
+    from dpexp.experiments.runner import drop_unavailable
+
+    return drop_unavailable(spec, require_optional)[1]
 
 
 @app.command()
 @guarded
 def render(
-    experiment: Annotated[str, typer.Argument(help="Experiment id or alias.")],
+    experiment: Annotated[str, typer.Argument(help="Experiment id, alias or spec file.")],
     scale: Scale = "smoke",
+    dataset: DatasetOpt = None,
+    algorithms: AlgorithmsOpt = None,
+    epsilons: EpsilonsOpt = None,
+    seed: SeedFilter = None,
     results_dir: ResultsDir = None,
     figures_dir: FiguresDir = None,
 ):
-    """Draw figures and tables from the cache alone (no recomputation)."""
+    """Draw figures and tables from every cached cell (no recomputation)."""
     from dpexp.experiments.spec import resolve
     from dpexp.render.render import render_experiment
 
+    _check_scale(scale)
+    filters = _filters(dataset, algorithms, epsilons, seed)
     rdir, fdir = _dirs(results_dir, figures_dir)
     spec = resolve(experiment).at_scale(scale)
-    r = render_experiment(spec, scale, rdir, fdir)
+    r = render_experiment(spec, scale, rdir, fdir, **({"filters": filters} if filters.given else {}))
     if r.missing_cells:
-        err.print(f"{r.missing_cells} cells are not cached yet; rendered what exists.")
+        err.print(f"{r.missing_cells} cells of the grid are not cached yet; rendered what exists.")
     for f in r.files:
-        out.print(f"wrote {f}")
+        out.print(f"wrote {f}", highlight=False)
 
 
 @app.command()
 @guarded
 def results(
-    experiment: Annotated[str, typer.Argument(help="Experiment id or alias.")],
+    experiment: Annotated[str, typer.Argument(help="Experiment id, alias or spec file.")],
     fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
     scale: Scale = "smoke",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write [default: stdout].")] = None,
+    dataset: DatasetOpt = None,
+    algorithms: AlgorithmsOpt = None,
+    epsilons: EpsilonsOpt = None,
+    seed: SeedFilter = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     results_dir: ResultsDir = None,
 ):
-    """Export the tidy results table (one row per cell x metric) from the cache."""
-    from dpexp.experiments.runner import collect
+    """Export the tidy results table (one row per cell x metric) of every cached cell."""
+    from dpexp.experiments.results import cached_results
+    from dpexp.experiments.runner import check_writable
     from dpexp.experiments.spec import resolve
 
     if fmt not in ("csv", "json"):
         raise DpexpError(f"--format must be csv or json, got {fmt!r}.")
+    _check_scale(scale)
+    filters = _filters(dataset, algorithms, epsilons, seed)
     rdir, _ = _dirs(results_dir, None)
     spec = resolve(experiment).at_scale(scale)
-    frame, missing = collect(spec, scale, rdir)
+    res = cached_results(spec, scale, rdir, filters)
+    frame = res.frame
     text = frame.to_csv(index=False) if fmt == "csv" else frame.to_json(orient="records", indent=1)
     if output:
+        check_writable(output.parent if str(output.parent) else Path("."), "output directory")
         output.write_text(text)
     else:
         typer.echo(text)
-    if missing:
-        err.print(f"{len(missing)} of {len(missing) + frame.groupby(['dataset','label','params','epsilon','fold','repeat']).ngroups} cells are not cached yet.")
+    seeds = ", ".join(str(s) for s in res.seeds)
+    err.print(f"{res.n_cells} cached cells ({len(frame)} rows); {len(res.missing)} cells of the "
+              f"{spec.id} grid at {scale} scale (seed {seeds}) not cached yet.", highlight=False)
+
+
+@app.command()
+@guarded
+def plan(
+    experiment: Annotated[str | None, typer.Argument(help="Experiment id, alias or spec file.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Plan every experiment.")] = False,
+    scale: Scale = "smoke",
+    dataset: DatasetOpt = None,
+    algorithms: AlgorithmsOpt = None,
+    epsilons: EpsilonsOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed of the planned run.")] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers the run will use.")] = 1,
+    calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Time a small fit per group without cached timings.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    results_dir: ResultsDir = None,
+):
+    """Cells in the grid, cached and to compute, and an estimate of the wall time.
+
+    The estimate per (dataset, algorithm) group is the median fit time of its cached
+    cells, else one fit on at most 2,000 training rows scaled linearly by rows (datasets
+    already downloaded only), else unknown; divided by --jobs. A lower bound: loading and
+    evaluation are not counted.
+    """
+    from dpexp.experiments.plan import format_seconds, make_plan
+    from dpexp.experiments.runner import select
+    from dpexp.experiments.spec import all_specs, resolve
+
+    _check_scale(scale)
+    if all_ == (experiment is not None):
+        raise DpexpError("give either an EXPERIMENT or --all.")
+    if seed < 0:
+        raise DpexpError(f"--seed must be >= 0, got {seed}.")
+    if jobs < 1:
+        raise DpexpError(f"--jobs must be >= 1, got {jobs}.")
+    rdir, _ = _dirs(results_dir, None)
+    specs = list(all_specs().values()) if all_ else [resolve(experiment)]
+    plans = []
+    for full in specs:
+        spec = select(full.at_scale(scale), dataset or None, _parse_list(algorithms, "--algorithms"),
+                      _parse_epsilons(epsilons))
+        plans.append(make_plan(spec, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate))
+    if as_json:
+        payload = [p.to_dict() for p in plans]
+        typer.echo(json.dumps(payload if all_ else payload[0], indent=2))
+        return
+    for p in plans:
+        unknown = f" (+ {p.unestimated_cells} cells not estimated)" if p.unestimated_cells else ""
+        out.print(f"{p.experiment} ({p.scale}, seed {p.seed}): {p.cells} cells, {p.cached} cached, "
+                  f"{p.todo} to compute; estimate {format_seconds(p.estimated_seconds)} "
+                  f"with {p.jobs} job(s){unknown}", highlight=False)
+        for g in p.slowest():
+            out.print(f"  slowest: {escape(g.dataset)} / {escape(g.label)}: {g.todo} cells x "
+                      f"{g.seconds_per_cell:.3g} s ({escape(g.method)})", highlight=False)
+    if all_:
+        total = sum(p.estimated_seconds for p in plans)
+        out.print(f"all: {sum(p.cells for p in plans)} cells, {sum(p.todo for p in plans)} to compute; "
+                  f"estimate {format_seconds(total)}", highlight=False)
 
 
 @app.command()
@@ -293,51 +455,28 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
 @app.command()
 @guarded
 def audit(
-    name: Annotated[str | None, typer.Argument(help="Audit target (mechanism, ledger entry or tiny model).")] = None,
+    name: Annotated[str | None, typer.Argument(help="Audit target (a registered estimator end to end, a mechanism, a demo or ledger entries).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Audit every registered target.")] = False,
     broken: Annotated[bool, typer.Option("--broken", help="Use the deliberately broken fixtures.")] = False,
     epsilon: Annotated[float | None, typer.Option("--epsilon", help="Claimed epsilon to test.")] = None,
     samples: Annotated[int | None, typer.Option("--samples", help="Draws per dataset and stage.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    quick: Annotated[bool, typer.Option("--quick", help="Fewer draws (the test-suite sizes).")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Each target's CI size (fewer draws); the default is the full size.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ):
-    """Empirically lower-bound the epsilon of a release.
+    """Empirically lower-bound the epsilon of a release (mechanisms and real estimators).
 
     With NAME: exits 1 when the lower bound exceeds the claimed epsilon (the release is
     not as private as claimed), even for targets known to be unprivate. With --all: exits
-    1 only on unexpected outcomes (a correct mechanism flagged, or a known-unprivate one
-    not flagged).
+    1 only on unexpected outcomes (a correct target flagged, or a known-unprivate one
+    not flagged). --json lists kind, algorithm, claim, lower bound and outcome.
+    Implemented by dpexp.privacy.audit.cli_audit.
     """
-    from dpexp.privacy.audit import audit_targets, get_audit_target, run_target
+    from dpexp.privacy.audit import cli_audit
 
-    if epsilon is not None:
-        from dpexp.errors import check_epsilon
-
-        try:
-            check_epsilon(epsilon)
-        except ValueError as exc:
-            raise DpexpError(f"--epsilon: {exc}") from None
-    if samples is not None and samples < 100:
-        raise DpexpError(f"--samples must be at least 100, got {samples}.")
-    if all_ == (name is not None):
-        raise DpexpError("give either a target NAME or --all.")
-    targets = (list(audit_targets(broken=broken).values()) if all_
-               else [get_audit_target(name, broken=True if broken else None)])
-    results_ = []
-    for t in targets:
-        try:
-            r = run_target(t, epsilon=epsilon, samples=samples, seed=seed, quick=quick)
-        except ValueError as exc:
-            raise DpexpError(f"audit {t.name}: {exc}") from None
-        results_.append(r)
-        if not as_json:
-            typer.echo(r.summary_line())
-    if as_json:
-        payload = [r.to_dict() for r in results_]
-        typer.echo(json.dumps(payload if all_ else payload[0], indent=2, default=str))
-    failed = any(not r.as_expected for r in results_) if all_ else not results_[0].passed
-    raise typer.Exit(1 if failed else 0)
+    code = cli_audit(name, all_targets=all_, broken=broken, epsilon=epsilon, samples=samples,
+                     seed=seed, quick=quick, as_json=as_json, echo=typer.echo)
+    raise typer.Exit(code)
 
 
 # ----------------------------------------------------------------------------- datasets
@@ -352,16 +491,20 @@ def datasets_list(as_json: Annotated[bool, typer.Option("--json")] = False):
     rows = [
         {"name": i.name, "task": i.task, "rows": i.rows, "features": i.features,
          "papers": i.papers, "source": "synthetic" if i.parser == "synthetic"
-         else ("user-supplied" if i.local_only else "download"), "description": i.description}
+         else ("user-supplied" if i.local_only else "download"), "description": i.description,
+         "public_domain": i.domain_declaration()}
         for i in all_datasets().values()
     ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    t = Table("dataset", "task", "rows", "features", "source", "papers")
+    t = Table("dataset", "task", "rows", "features", "source", "domain", "papers")
     for r in rows:
+        # "declared" only when nothing public is read from the data (issue 16 item 5)
+        declared = not any("observed" in v for v in r["public_domain"].values())
         t.add_row(r["name"], r["task"], f"{r['rows']:,}" if r["rows"] else "?", str(r["features"]),
-                  r["source"], ", ".join(f"{k}: {v}" for k, v in r["papers"].items()))
+                  r["source"], "declared" if declared else "observed (not DP)",
+                  ", ".join(f"{k}: {v}" for k, v in r["papers"].items()))
     out.print(t)
 
 
@@ -402,39 +545,77 @@ def datasets_download(
 def datasets_info(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    load: Annotated[bool, typer.Option("--load/--no-load", help="Load it to report class balance.")] = True,
+    load: Annotated[bool, typer.Option("--load/--no-load", help="Also load it (downloading or copying it into the data directory if needed) to report rows, class balance and the domain found.")] = False,
 ):
-    """Rows, features, task, class balance, cache path and checksum status."""
+    """Registry entry, public domain, local state (cached? verified?) and where to get it.
+
+    Reads only the registry and the data directory unless --load is given.
+    """
     from dpexp.datasets import download, load_dataset
     from dpexp.datasets.registry import get_dataset_info
+    from dpexp.paths import data_dir
 
     info = get_dataset_info(name)
-    loaded = load_dataset(name, progress=False).summary() if load else None
+    loaded = load_dataset(name, progress=False).summary() if load else None  # before the file states
     data = {"name": info.name, "description": info.description, "task": info.task,
             "papers": info.papers, "registry_rows": info.rows, "registry_features": info.features,
+            "paper_rows": info.paper_rows, "test_rows": info.test_rows,
+            "source": "synthetic" if info.parser == "synthetic" else ("user-supplied" if info.local_only else "download"),
+            "public_domain": info.domain_declaration(),
+            "classes": None if info.classes is None else list(info.classes),
+            "data_dir": str(data_dir()), "mirror": download.mirror_setting(),
             "files": download.checksum_status(info)}
     if info.local_only:
-        data["user_supplied"] = info.local_only
+        data["user_supplied"] = download.local_only_state(info)
+    if info.local_instructions:
+        data["instructions"] = info.local_instructions.strip()
     if loaded is not None:
         data["loaded"] = loaded
     if as_json:
         typer.echo(json.dumps(data, indent=2, default=str))
         return
-    out.print(f"[bold]{info.name}[/] ({info.task}) — {info.description}", highlight=False)
-    out.print("papers: " + "; ".join(f"{k} ({v})" for k, v in info.papers.items()), highlight=False)
-    out.print(f"registry shape: {info.rows or '?'} rows x {info.features or '?'} features", highlight=False)
+    _print_dataset_info(info, data)
+
+
+def _print_dataset_info(info, data: dict) -> None:
+    """Human-readable `datasets info` (the same facts as --json)."""
+    say = functools.partial(out.print, highlight=False)
+    say(f"[bold]{info.name}[/] ({info.task}) — {info.description}")
+    say("papers: " + "; ".join(f"{k} ({v})" for k, v in info.papers.items()))
+    paper = f" (paper: {info.paper_rows:,})" if info.paper_rows else ""
+    test = f", fixed test part {info.test_rows:,} rows" if info.test_rows else ""
+    say(f"registry shape: {info.rows or '?'} rows{paper} x {info.features or '?'} features{test}; "
+        f"source: {data['source']}")
+    for key, text in data["public_domain"].items():
+        say(f"public {key}: {text}")
     for f in data["files"]:
-        out.print(f"file {f['file']}: {f['status']} — {f['path']}", highlight=False)
-    if info.local_only:
-        out.print(f"user-supplied: {info.local_only.get('instructions', '').strip()}", highlight=False)
-    if loaded is not None:
-        balance = loaded.get("class_balance")
-        extra = (", class balance " + ", ".join(f"{k}: {v:.1%}" for k, v in balance.items())) if balance \
-            else f", label range {loaded.get('label_range')}"
-        test = f", fixed test split {loaded['test_rows']} rows" if loaded.get("test_rows") else ""
-        out.print(f"loaded: {loaded['rows']} rows x {loaded['features']} features "
-                  f"({loaded['categorical_features']} categorical, sparse={loaded['sparse']}, "
-                  f"domain {loaded['domain_source']}){test}{extra}", highlight=False)
+        where = f["url"] or (f"{f['page']} (login needed)" if f["page"] else "no public URL")
+        say(f"file {f['file']}: {f['status']} — {f['detail']}; local path {f['path']}")
+        say(f"  get it from {where}, or a mirror at <mirror>/{f['mirror_path']}"
+            f" (mirror now: {data['mirror'] or 'none; set DPEXP_DATA_MIRROR'})")
+    if data.get("user_supplied"):
+        u = data["user_supplied"]
+        say(f"user-supplied file {u['file']}: {u['status']} at {u['path']}")
+        say(f"  {u['instructions']}")
+    if data.get("instructions"):
+        say(f"instructions: {data['instructions']}")
+    if "loaded" not in data:
+        if info.parser == "synthetic":
+            say("synthetic: generated on use; `--load` generates it and reports the domain found")
+        elif info.local_only:
+            say("not loaded; once the file is in place, `--load` reports rows, class balance and the domain found")
+        else:
+            say(f"not loaded (nothing was downloaded or copied); `dpexp datasets download {info.name}` "
+                f"fetches it, `--load` also reports rows, class balance and the domain found")
+        return
+    loaded = data["loaded"]
+    balance = loaded.get("class_balance")
+    extra = (", class balance " + ", ".join(f"{k}: {v:.1%}" for k, v in balance.items())) if balance \
+        else f", label range {loaded.get('label_range')}"
+    test = f", fixed test split {loaded['test_rows']} rows" if loaded.get("test_rows") else ""
+    say(f"loaded: {loaded['rows']} rows x {loaded['features']} features "
+        f"({loaded['categorical_features']} categorical, sparse={loaded['sparse']}, "
+        f"domain {loaded['domain_source']}){test}{extra}")
 
 
 @cluster_app.command("info")

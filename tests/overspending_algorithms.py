@@ -1,4 +1,4 @@
-"""Deliberately broken private estimators for the runner's budget checks (tests only)."""
+"""Deliberately broken or special private estimators for the runner's checks (tests only)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,22 @@ class SpendsTooMuch(ReportsTooMuch):
         return super().fit(X, y)
 
 
+class MarksNotDp(ReportsTooMuch):
+    """Spends within budget but marks its fit not DP (like the 2017 smooth-sensitivity rule)."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        acc = Accountant(epsilon=self.epsilon)
+        acc.spend(self.epsilon / 2, what="a release")
+        acc.mark_not_dp("test: a leaf rule that is not DP")
+        self.accountant_ = acc
+        return self
+
+
 ALGORITHMS = [
     AlgorithmInfo("reports_too_much", {"classification": f"{__name__}:ReportsTooMuch"}, True, "test", "broken"),
     AlgorithmInfo("spends_too_much", {"classification": f"{__name__}:SpendsTooMuch"}, True, "test", "broken"),
+    AlgorithmInfo("marks_not_dp", {"classification": f"{__name__}:MarksNotDp"}, True, "test", "not DP"),
+    AlgorithmInfo("needs_missing_package", {"classification": f"{__name__}:ReportsTooMuch"}, True, "test",
+                  "an optional package that is not installed", requires=("dpexp_no_such_optional_package",)),
 ]

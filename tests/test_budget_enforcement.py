@@ -38,7 +38,7 @@ def test_overspending_run_fails_loudly(broken_setup, name, needle):
     res = CliRunner().invoke(app, ["run", f"overspend-{name}", "--results-dir", str(results), "--no-render"])
     assert res.exit_code == 3, res.output
     assert needle in res.output and "Traceback" not in res.output
-    cached = list((results / "cache" / f"overspend-{name}" / "smoke").glob("*.json"))
+    cached = list((results / "cache" / f"overspend-{name}" / "smoke").glob("seed-*/*.json"))
     # the non-private cells that finished are kept; no cell of the overspender is recorded
     algos = {json.loads(p.read_text())["cell"]["algorithm"] for p in cached}
     assert algos == {"breiman_rf"}

@@ -64,7 +64,7 @@ def test_results_identical_for_any_jobs(tmp_path):
 def test_results_export_json_and_ledger(dirs):
     res = run_quickstart(dirs, "--no-render", "--ledger", "--epsilons", "1")
     assert res.exit_code == 0, res.output
-    ledgers = json.loads((dirs[0] / "quickstart" / "ledger-smoke.json").read_text())
+    ledgers = json.loads((dirs[0] / "quickstart" / "ledger-smoke-seed0.json").read_text())
     assert ledgers and all(e["ledger"] for e in ledgers)
     total = sum(x["epsilon"] for x in ledgers[0]["ledger"])
     assert total >= 1.0  # parallel composition over trees: the sum of entries exceeds the spend
@@ -85,7 +85,7 @@ def test_results_export_json_and_ledger(dirs):
         (["run", "quickstart", "--scale", "huge"], "Unknown scale"),
         (["show", "fgi2"], "Unknown experiment"),
         (["datasets", "info", "gss", "--no-load"], None),
-        (["datasets", "info", "gss"], "cannot be downloaded publicly"),
+        (["datasets", "info", "gss", "--load"], "cannot be downloaded publicly"),
     ],
 )
 def test_bad_input_gives_clear_error_without_traceback(args, needle, tmp_path):
@@ -123,7 +123,7 @@ def test_list_show_and_datasets_commands():
     assert invoke("show", "quickstart").exit_code == 0
     ds = json.loads(invoke("datasets", "list", "--json").stdout)
     assert any(d["name"] == "adult" and d["rows"] == 32561 for d in ds)
-    info = invoke("datasets", "info", "abalone", "--json")
+    info = invoke("datasets", "info", "abalone", "--json", "--load")
     assert info.exit_code == 0, info.output
     data = json.loads(info.stdout)
     assert data["loaded"]["rows"] == 4177 and data["files"][0]["status"] == "ok"

@@ -1,14 +1,20 @@
-"""`dpexp report`: renders from the cache alone; paper values beside ours; claims checked."""
+"""`dpexp report`: renders from the cache alone; paper values beside ours; claims checked
+at paper scale only; not-DP rows in a caveat box; spec text shown literally."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
+from test_render_partial import cache_cells
 from typer.testing import CliRunner
 
 from dpexp.cli import app
-from dpexp.render.claims import check_claim
+from dpexp.experiments.spec import resolve
+from dpexp.render.claims import NOT_EVALUATED_SMOKE, check_claim, check_claims
+from dpexp.render.render import render_experiment, render_frame
+from dpexp.render.report import write_report
 
 
 def test_report_from_cache(tmp_path):
@@ -23,7 +29,11 @@ def test_report_from_cache(tmp_path):
     res = runner.invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)])
     assert res.exit_code == 0, res.output
     text = (r / "REPORT.md").read_text()
-    assert "| quickstart | fletcher-islam-2017 | Quick start | smoke | 15/15 | — | 1/1 |" in text
+    # A smoke run is a pipeline check: its claim is "not evaluated (smoke)", never "1/1"
+    # passed (this line used to read "... | 15/15 | — | 1/1 |", issue 17 item 4).
+    line = next(x for x in text.splitlines() if x.startswith("| quickstart |"))
+    assert line.startswith("| quickstart | fletcher-islam-2017 | Quick start | smoke | ")
+    assert "| not evaluated (smoke) |" in line and "1/1" not in line
     html = (r / "report.html").read_text()
     assert "data:image/png;base64," in html  # self-contained
     assert "git revision" in text and "cores" in text
@@ -88,3 +98,65 @@ def test_trend_claims():
     assert check_trend(claim, agg, tasks).status == "pass"
     flipped = {**claim, "trend": "decreasing"}
     assert check_trend(flipped, agg, tasks).status == "fail"
+
+
+FIG11_MEANS = {"Ours (2017 smooth sensitivity)": 0.9, "Ours (2021 ROSNAM)": 0.85, "JPW": 0.6,
+               "FS": 0.55, "Breiman's": 0.95}
+
+
+def test_smoke_report_evaluates_no_claim_and_boxes_not_dp_rows(tmp_path):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    cache_cells(r, "fletcher-fig11", datasets=["synthA", "synthF"], metric="accuracy",
+                means=FIG11_MEANS, not_dp=("Ours (2017 smooth sensitivity)",))
+    md_path, html_path = write_report(r, f, "smoke")
+    text = md_path.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("| fletcher-fig11 |"))
+    assert "| not evaluated (smoke) |" in line and "3/3" not in line
+    assert "| not compared (smoke) |" in line  # paper values: shown, no verdict
+    assert "✓" not in text and "✗" not in text
+    section = text[text.index("### Figure 11"):]
+    assert section.startswith("### Figure 11 — `fletcher-fig11` (smoke — not the paper's setting)")
+    assert section.count("not evaluated (smoke)") == 3
+    assert "> **Not DP — run with a budget" in section
+    assert "> - Ours (2017 smooth sensitivity) on synthA (ε = 1): quantile bins" in section
+    assert "Ours (2017 smooth sensitivity) (not DP)" in section  # in the comparison table
+    html = html_path.read_text()
+    assert "<blockquote>" in html and "Not DP — run with a budget" in html
+    # The same numbers at paper scale do get verdicts: only the smoke rule withholds them.
+    spec = resolve("fletcher-fig11")
+    rendered = render_experiment(spec.at_scale("smoke"), "smoke", r, f)
+    tasks = rendered.context.tasks
+    assert [c.status for c in check_claims(spec.claims, rendered.agg, tasks, "paper")] == ["pass"] * 3
+    assert {c.status for c in check_claims(spec.claims, rendered.agg, tasks, "smoke")} == {NOT_EVALUATED_SMOKE}
+    paper = render_frame(spec, "paper", rendered.frame.assign(scale="paper"), r, f)
+    footer = paper.files[0].read_text()
+    assert "6 of the 42 values printed in Figure 11" in footer  # 3 series x 2 datasets
+    assert re.search(r"\d of 6 compared values are within the spec's tolerance ±0.03", footer)
+
+
+def test_table2_footer_counts_what_it_compares(tmp_path):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    cache_cells(r, "table2", datasets=["adult", "abalone"], metric="seconds_per_tree",
+                kind="diagnostic", not_dp=())
+    spec = resolve("table2")
+    rep = render_experiment(spec.at_scale("smoke"), "smoke", r, f)
+    md = rep.files[0].read_text()
+    assert "0 of the 20 values printed in Table 2 of the paper" in md  # smoke epsilon is 20, the paper's 500
+    assert "not compared (smoke)" in md and "0 of 0" not in md
+    assert "Diagnostics (exact quantities of the run" in md and "seconds\\_per\\_tree" in md
+    at_500 = rep.frame.assign(scale="paper", epsilon=500.0, epsilon_spent=500.0)
+    paper = render_frame(spec, "paper", at_500, r, f)
+    md = paper.files[0].read_text()
+    assert "4 of the 20 values printed in Table 2 of the paper" in md
+    assert "4 diagnostic values are shown without a verdict" in md
+    assert "no value is judged against the spec's tolerance ±1" in md
+    assert set(paper.agg["verdict"]) == {"diagnostic (no verdict)"}
+
+
+def test_spec_text_is_literal_in_markdown_and_html(tmp_path):
+    md_path, html_path = write_report(tmp_path / "results", tmp_path / "figures")
+    text, html = md_path.read_text(), html_path.read_text()
+    assert "g\\*\\_l = 1" in text  # escaped in the Markdown (dpboost-fig2's notes)
+    assert "g*_l = 1" in html and "3 g*^2" in html
+    # the only italics are the report's own ("*paper*", "*Notes:*")
+    assert set(re.findall(r"<em>(.*?)</em>", html)) <= {"paper", "Notes:"}

@@ -37,7 +37,7 @@ def test_sigkill_then_resume(tmp_path):
            "--no-render", "-q"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
-    cache = results / "cache" / "resume-probe" / "smoke"
+    cache = results / "cache" / "resume-probe" / "smoke" / "seed-0"
     deadline = time.time() + 120
     while time.time() < deadline:
         if cache.exists() and len(list(cache.glob("*.json"))) >= 5:

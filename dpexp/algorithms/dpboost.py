@@ -38,15 +38,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpexp.algorithms.gbdt_common import (
     ScaledScoreRegressorMixin,
     apply_tree,
+    check_reg_lambda,
     make_bin_mapper,
+    not_dp_reasons,
     prepare_predict_matrix,
     raw_predict,
     staged_raw_predict,
 )
-from dpexp.algorithms.labels import BinaryScoreClassifierMixin
+from dpexp.algorithms.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, record_partition
+from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.grower import GrowWorkspace, grow_tree
 from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
 
@@ -151,8 +154,7 @@ class _BoostingBase(BaseEstimator):
             raise ValueError(f"max_depth must be >= 0, got {self.max_depth!r}")
         if not 0.0 < float(self.learning_rate) < 1.0:
             raise ValueError(f"learning_rate must be in (0, 1), got {self.learning_rate!r}")
-        if float(self.reg_lambda) < 0:
-            raise ValueError(f"reg_lambda must be >= 0, got {self.reg_lambda!r}")
+        check_reg_lambda(self.reg_lambda)
 
     def _fit_targets(self, X, y):  # pragma: no cover - overridden
         raise NotImplementedError
@@ -170,10 +172,12 @@ class _BoostingBase(BaseEstimator):
             max_bins=int(self.max_bins), private=self._private,
         )
         data = self.mapper_.transform(X)
-        ss = np.random.SeedSequence(self.random_state)
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
         t0 = time.perf_counter()
-        self.trees_, diag = self._boost(data, X, target, ss)
+        self.trees_, diag = self._boost(data, X, target, streams)
         elapsed = time.perf_counter() - t0
+        if self._private:
+            self._mark_public_input_leaks(leaked)
         diag.update(
             seconds_per_tree=elapsed / max(1, len(self.trees_)),
             n_trees_built=float(len(self.trees_)),
@@ -182,6 +186,16 @@ class _BoostingBase(BaseEstimator):
         )
         self.diagnostics_ = diag
         return self
+
+    def _mark_public_input_leaks(self, leaked: bool) -> None:
+        """Mark the fit not DP for each public input it read from the private data."""
+        quantile = self.binning == "quantile"
+        for reason in not_dp_reasons(
+            classes=getattr(self, "_classes_from_data", False),
+            label_domain=getattr(self, "_label_domain_from_data", False),
+            feature_domain=leaked and not quantile, quantile=quantile,
+        ):
+            self.accountant_.mark_not_dp(reason)
 
     def _update_scores(self, grown, data, X, F):
         """``F += learning_rate * tree(x)`` in place for every training row."""
@@ -207,9 +221,15 @@ class _BoostingBase(BaseEstimator):
 
 
 class _DPBoostMixin:
-    """The private fit loop shared by the DPBoost classifier and regressor."""
+    """The private fit loop shared by the DPBoost classifier and regressor.
 
-    def _boost(self, data, X, y, ss):
+    Randomness (:func:`dpexp.privacy.randomness.estimator_streams`): the record partitions
+    of PARA and of DPBoost's ensembles come from the *structure* stream (data-independent,
+    record-stable keyed draws; the privacy proof conditions on them), every exponential
+    and Laplace draw from the *noise* stream (``noise_rng``), one child per tree.
+    """
+
+    def _boost(self, data, X, y, streams: EstimatorStreams):
         eps = check_epsilon(self.epsilon, name="epsilon")
         mode = self.mode
         if mode not in MODES:
@@ -229,8 +249,8 @@ class _DPBoostMixin:
         eps_t = per_tree_budget(mode, eps, T, Te)
         glc = bool(self.glc) and mode == "dpboost"
         split = ExponentialSplit(lam, eps_t / (2 * D), split_sensitivity(g_star)) if D else None
-        part_ss, tree_ss = ss.spawn(2)
-        tree_rngs = [np.random.default_rng(s) for s in tree_ss.spawn(T)]
+        part_ss = streams.structure
+        tree_rngs = streams.noise_generators(T)
         trees, offered, used = [], [], []
         rounds_offered, rounds_used = [], []
         workspace = GrowWorkspace()
@@ -283,6 +303,8 @@ class _DPBoostMixin:
                         one_tree(t, np.flatnonzero(parts == te), te + 1)
                 rounds_offered.append(sum(offered[k0:]))
                 rounds_used.append(sum(used[k0:]))
+        # exact counts of the private data: diagnostics for the experiments (recorded with
+        # metric_kind="diagnostic"), not part of the DP release
         n_off, n_used = float(np.mean(rounds_offered)), float(np.mean(rounds_used))
         diag = {
             "n_filtered": float(sum(offered) - sum(used)),
@@ -299,7 +321,7 @@ class _NPMixin:
 
     _private = False
 
-    def _boost(self, data, X, y, ss):
+    def _boost(self, data, X, y, streams: EstimatorStreams):
         self.accountant_ = Accountant(epsilon=float("inf"))
         n = data.n_rows
         F = np.zeros(n)
@@ -308,7 +330,7 @@ class _NPMixin:
         lam = float(self.reg_lambda)
         split = GreedySplit(lam, min_child_weight=1e-3, min_samples_leaf=int(self.min_samples_leaf))
         leaf = NewtonLeaf(lam)
-        rng = np.random.default_rng(ss)
+        rng = np.random.default_rng(streams.structure)  # unused by the greedy policies
         rows = np.arange(n)
         trees = []
         workspace = GrowWorkspace()
@@ -329,6 +351,20 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
 
     def staged_decision_function(self, X) -> Iterator[np.ndarray]:
         yield from self._staged_decision(X)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``[P(classes_[0]), P(classes_[1])]`` from the score F (post-processing, free).
+
+        ``loss="square"`` on ``{-1, +1}`` targets: F estimates ``E[y] = 2p - 1``, so
+        ``p = clip((1 + F) / 2, 0, 1)``; ``loss="logistic"``: F is the log-odds, so
+        ``p = 1 / (1 + exp(-F))``. Either way ``p > 1/2`` exactly where ``predict`` gives
+        ``classes_[1]``.
+        """
+        F = self._decision(X)
+        if self.loss == "logistic":
+            p1 = 1.0 / (1.0 + np.exp(-np.clip(F, -700.0, 700.0)))
+            return np.column_stack([1.0 - p1, p1])
+        return proba_from_pm1_score(F)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -351,36 +387,40 @@ class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
         return tags
 
 
-def _dp_init(self, *, epsilon, mode, n_trees, trees_per_ensemble, max_depth, learning_rate,
-             reg_lambda, g_star, gdf, glc, glc_per_ensemble, loss, binning, max_bins,
-             feature_domain, categorical_features, n_categories, label_domain, random_state):
-    self.epsilon = epsilon
-    self.mode = mode
-    self.n_trees = n_trees
-    self.trees_per_ensemble = trees_per_ensemble
-    self.max_depth = max_depth
-    self.learning_rate = learning_rate
-    self.reg_lambda = reg_lambda
-    self.g_star = g_star
-    self.gdf = gdf
-    self.glc = glc
-    self.glc_per_ensemble = glc_per_ensemble
-    self.loss = loss
-    self.binning = binning
-    self.max_bins = max_bins
-    self.feature_domain = feature_domain
-    self.categorical_features = categorical_features
-    self.n_categories = n_categories
-    self.label_domain = label_domain
-    self.random_state = random_state
+def _init(self, params: dict) -> None:
+    """Store the constructor's arguments unchanged (scikit-learn's convention)."""
+    for key, value in params.items():
+        if key not in ("self", "__class__"):
+            setattr(self, key, value)
+
+
+_DP_DOC = """
+    Public input (never read from the private data when given): ``feature_domain``,
+    ``categorical_features``, ``n_categories`` (the candidate split grid), ``label_domain``
+    (regression scale){classes}. Missing ones are taken from the data with a
+    :class:`~dpexp.privacy.public.DataDependentWarning` and the fit is marked not DP
+    (``accountant_.is_dp`` is False), as is ``binning="quantile"``.
+
+    Randomness: ``random_state`` seeds the data-independent structure (record partitions
+    of DPBoost's ensembles and of PARA); ``noise_rng`` (a ``numpy.random.Generator`` or
+    :func:`dpexp.privacy.secure_generator`) draws every exponential-mechanism and Laplace
+    noise; ``None`` derives it from ``random_state`` (reproducible experiments).
+
+    Released: ``trees_`` (split features/thresholds and noisy leaf values) and what is
+    computed from them (``predict``, ``decision_function``, ``staged_predict``{proba}).
+    ``diagnostics_`` holds exact counts of the private data (``n_filtered``,
+    ``n_instances_offered``, ``n_instances_used``, ``gdf_filtered_ratio``): diagnostics
+    for the experiments (Table 3), recorded with ``metric_kind="diagnostic"``, **not**
+    part of the DP release.
+"""
 
 
 class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
     """DPBoost / SEQ / PARA binary classifier (see the module docstring).
 
     Parameters follow Section 4: ``learning_rate=0.01``, ``max_depth=6``,
-    ``reg_lambda=0.1``, ``g_star=1`` (GDF threshold g*_l of the square loss),
-    ``n_trees=50``, ``trees_per_ensemble=50``. ``gdf``/``glc`` switch GDF and GLC
+    ``reg_lambda=0.1`` (must be > 0), ``g_star=1`` (GDF threshold g*_l of the square
+    loss), ``n_trees=50``, ``trees_per_ensemble=50``. ``gdf``/``glc`` switch GDF and GLC
     (GLC applies to ``mode="dpboost"`` only). ``glc_per_ensemble=True`` restarts GLC's
     decay ``g*(1-eta)^(t-1)`` with every ensemble (t = the tree's position in it): Section
     3.2 says the ensemble of ensembles "address[es] the side effect of geometric leaf
@@ -390,14 +430,16 @@ class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
     sensitivity follows the same index, so privacy holds either way. With one ensemble
     the two are the same. ``binning="domain"`` takes candidate splits
     from the public ``feature_domain``; ``"quantile"`` from the data (not private).
+    ``classes``: the public label set (exactly two labels); ``classes_`` is it, whatever
+    labels the training fold holds.
     """
 
     def __init__(self, *, epsilon=1.0, mode="dpboost", n_trees=50, trees_per_ensemble=50,
                  max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
                  glc=True, glc_per_ensemble=True, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None):
-        _dp_init(**{k: v for k, v in locals().items() if k != "__class__"})
+                 label_domain=None, classes=None, random_state=None, noise_rng=None):
+        _init(self, locals())
 
 
 class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
@@ -407,50 +449,38 @@ class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
                  max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
                  glc=True, glc_per_ensemble=True, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None):
-        _dp_init(**{k: v for k, v in locals().items() if k != "__class__"})
+                 label_domain=None, random_state=None, noise_rng=None):
+        _init(self, locals())
 
 
-def _np_init(self, *, n_trees, max_depth, learning_rate, reg_lambda, min_samples_leaf,
-             loss, binning, max_bins, feature_domain, categorical_features, n_categories,
-             label_domain, random_state):
-    self.n_trees = n_trees
-    self.max_depth = max_depth
-    self.learning_rate = learning_rate
-    self.reg_lambda = reg_lambda
-    self.min_samples_leaf = min_samples_leaf
-    self.loss = loss
-    self.binning = binning
-    self.max_bins = max_bins
-    self.feature_domain = feature_domain
-    self.categorical_features = categorical_features
-    self.n_categories = n_categories
-    self.label_domain = label_domain
-    self.random_state = random_state
+DPBoostClassifier.__doc__ += _DP_DOC.format(
+    classes=", ``classes`` (the label set)", proba=", ``predict_proba``")
+DPBoostRegressor.__doc__ += _DP_DOC.format(classes="", proba="")
 
 
 class NPGBDTClassifier(_ClassifierPart, _NPMixin, _BoostingBase):
     """Non-private GBDT (NP, Section 4) on the same engine: greedy splits, Eq. (4) leaves.
 
     ``min_samples_leaf=20`` is LightGBM's default ``min_data_in_leaf`` (the original code
-    is a LightGBM fork).
+    is a LightGBM fork). ``reg_lambda`` must be > 0 (Eq. 4 divides by ``H + lambda``).
+    ``classes``: the label set (exactly two labels; ``None`` reads it from ``y``).
     """
 
     def __init__(self, *, n_trees=50, max_depth=6, learning_rate=0.01, reg_lambda=0.1,
-                 min_samples_leaf=20, loss="square", binning="domain", max_bins=255, feature_domain=None,
-                 categorical_features=None, n_categories=None, label_domain=None,
-                 random_state=None):
-        _np_init(**{k: v for k, v in locals().items() if k != "__class__"})
+                 min_samples_leaf=20, loss="square", binning="domain", max_bins=255,
+                 feature_domain=None, categorical_features=None, n_categories=None,
+                 label_domain=None, classes=None, random_state=None):
+        _init(self, locals())
 
 
 class NPGBDTRegressor(_RegressorPart, _NPMixin, _BoostingBase):
     """Non-private GBDT regressor; see :class:`NPGBDTClassifier`."""
 
     def __init__(self, *, n_trees=50, max_depth=6, learning_rate=0.01, reg_lambda=0.1,
-                 min_samples_leaf=20, loss="square", binning="domain", max_bins=255, feature_domain=None,
-                 categorical_features=None, n_categories=None, label_domain=None,
-                 random_state=None):
-        _np_init(**{k: v for k, v in locals().items() if k != "__class__"})
+                 min_samples_leaf=20, loss="square", binning="domain", max_bins=255,
+                 feature_domain=None, categorical_features=None, n_categories=None,
+                 label_domain=None, random_state=None):
+        _init(self, locals())
 
 
 _MOD = "dpexp.algorithms.dpboost"

@@ -19,21 +19,28 @@ Algorithm 1 (BuildForest) and Algorithm 2 (BuildTree, GetMajorityLabels):
   - ``"global_2017"``: the same 0/1 utility with global sensitivity 1 (the "global
     sensitivity" bars of Fig. 4).
 
-  Empty leaves output a uniformly random label (Section 4.2.1).
-* Prediction: majority vote of the trees; ``predict_proba`` = vote shares (used for AUC).
+  Empty leaves output a uniformly random label (Section 4.2.1), drawn from the noise
+  stream (a keyed pseudorandom function of a 128-bit secret drawn from it, see
+  :mod:`dpexp.algorithms.fletcher_trees`), never from the published tree seeds.
+* Prediction: majority vote of the trees; ``predict_proba`` = vote shares (used for AUC),
+  one column per declared class (``classes``), whether or not the training fold has it.
 
 :class:`FletcherNonPrivateForestClassifier` is the non-private version of Section 2.4 /
 Fig. 10: epsilon = infinity (exact majority label) and all records through every tree.
 
-Privacy note: the release is the labelled full trees (their seeds plus every leaf's
-label). The fitted attributes ``leaf_keys_``/``leaf_labels_`` store the labels of the
-non-empty leaves only, so *which* leaves are non-empty can be read from them: they are
-an implementation cache, not a differentially private artefact, and so are the
-``diagnostics_`` (Table 3 empty-leaf fractions, Fig. 5b/8 statistics), which the paper
-reports as non-private diagnostics too. Publish predictions (or all leaf labels), not
-these arrays. Classes and public metadata (``feature_domain``, ``categorical_features``,
-``n_categories``) are public inputs; when they are not given they are read from the
-training data with a :class:`PublicMetadataWarning`.
+Privacy note -- what is released: the public structure (``seeds_``, ``depth_``,
+``classes_``, ``schema_``: functions of public inputs only) and the *label function* of
+the labelled full trees, i.e. predictions (``predict``/``predict_proba``/
+``staged_predict``) on any inputs. Every leaf's label, empty or not, is epsilon-DP, and
+the release is epsilon-DP by parallel composition over the disjoint leaves and trees. The fitted attributes ``leaf_keys_``/``leaf_labels_``
+(labels of the non-empty leaves only: *which* leaves are non-empty can be read from them),
+``tree_sizes_`` (exact subset sizes), the empty-leaf secret and ``diagnostics_`` (Table 3
+empty-leaf fractions, Fig. 5b/8 statistics, non-private diagnostics in the paper too) are
+an implementation cache, not DP artefacts: publish predictions, not the fitted object.
+Public inputs: ``classes`` (the label set), ``feature_domain``, ``categorical_features``,
+``n_categories`` and the structure ``random_state``; when the domain or classes are not
+given they are read from the training data with a warning and the fit is marked not DP
+(``accountant_.is_dp`` is False), as is every fit with ``leaf_rule="smooth_2017"``.
 """
 
 from __future__ import annotations
@@ -43,12 +50,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.fletcher_trees import (
     TreeSchema,
     count_leaves,
+    draw_empty_leaf_secret,
     forest_leaf_labels,
     route,
     route_forest,
@@ -62,13 +69,21 @@ from dpexp.privacy import (
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
 )
+from dpexp.privacy.public import DataDependentDomainWarning, public_classes
+from dpexp.privacy.randomness import estimator_streams
 
 LEAF_RULES = ("rosnam", "smooth_2017", "global_2017")
 DEPTH_RULES = ("theorem2", "half_m", "m")
 _ROUTE_BLOCK = 4_000_000  # (samples x trees) leaf keys held at once: 32 MB, bounds memory
 
 
-class PublicMetadataWarning(UserWarning):
+SMOOTH_2017_NOT_DP = (
+    "leaf_rule='smooth_2017': the 2017 smooth-sensitivity leaf rule is not differentially "
+    "private (2021 addendum, Section 1); kept only to reproduce the 2017 figures"
+)
+
+
+class PublicMetadataWarning(DataDependentDomainWarning):
     """Public metadata (domains, categories) was read from the private training data."""
 
 
@@ -78,12 +93,16 @@ class _Metadata:
     highs: np.ndarray
     categorical: np.ndarray
     n_categories: np.ndarray
+    #: Why the metadata is not public ("" when everything was declared).
+    data_derived: str = ""
 
 
 def resolve_metadata(X, feature_domain, categorical_features, n_categories) -> _Metadata:
     """Public feature domains and discrete-feature cardinalities (Section 1.1: public schema)."""
     m = X.shape[1]
+    derived = []
     if feature_domain is None:
+        derived.append("feature_domain read from the training data")
         warnings.warn(
             "feature_domain not given: using the training data's min/max (not private).",
             PublicMetadataWarning,
@@ -100,6 +119,7 @@ def resolve_metadata(X, feature_domain, categorical_features, n_categories) -> _
     )
     if n_categories is None:
         if cat.any():
+            derived.append("n_categories read from the training data")
             warnings.warn(
                 "n_categories not given: using the training data's codes (not private).",
                 PublicMetadataWarning,
@@ -109,7 +129,28 @@ def resolve_metadata(X, feature_domain, categorical_features, n_categories) -> _
     else:
         k = np.asarray(n_categories, dtype=np.int64).reshape(m)
     k = np.where(cat, np.maximum(k, 1), 0)
-    return _Metadata(lows.astype(np.float64), highs.astype(np.float64), cat, k)
+    return _Metadata(lows.astype(np.float64), highs.astype(np.float64), cat, k, "; ".join(derived))
+
+
+def encode_labels(estimator, y, accountant: Accountant, *, stacklevel: int = 4) -> np.ndarray:
+    """Set ``estimator.classes_`` to the declared label set and return ``y``'s class indices.
+
+    ``classes_`` (hence ``predict_proba``'s columns and every per-class count) is the
+    public ``classes`` parameter, so removing a class's last record changes no shape; a
+    fold without a class still gets its column. Without ``classes`` the set is read from
+    ``y`` (warned by :func:`public_classes`) and the fit is marked not DP.
+    """
+    # stacklevel: the warning names the user's fit call (public_classes < here < fit < user).
+    estimator.classes_ = public_classes(y, estimator.classes, stacklevel=stacklevel)
+    if estimator.classes is None:
+        accountant.mark_not_dp("classes read from the training labels")
+    return np.searchsorted(estimator.classes_, np.asarray(y)).astype(np.int64)
+
+
+def mark_metadata(meta: _Metadata, accountant: Accountant) -> None:
+    """Mark the fit not DP when a domain shaping the release came from the data."""
+    if meta.data_derived:
+        accountant.mark_not_dp(meta.data_derived)
 
 
 def forest_depth(meta: _Metadata, max_depth) -> int:
@@ -161,21 +202,28 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
 
     def _fit_forest(self, X, y, *, epsilon: float, n_trees: int, disjoint: bool, rule: str):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
-        C = self.classes_.size
         n_trees = int(n_trees)
         if n_trees < 1:
             raise ValueError(f"n_trees must be >= 1, got {n_trees!r}")
+        self.accountant_ = Accountant(epsilon=epsilon if np.isfinite(epsilon) else 1e300)
+        y_enc = encode_labels(self, y, self.accountant_, stacklevel=5)
+        C = self.classes_.size
         meta = resolve_metadata(X, self.feature_domain, self.categorical_features, self.n_categories)
+        mark_metadata(meta, self.accountant_)
+        if rule == "smooth_2017":
+            self.accountant_.mark_not_dp(SMOOTH_2017_NOT_DP)
         self.depth_ = forest_depth(meta, self.max_depth)
         self.schema_ = TreeSchema(meta.lows, meta.highs, meta.categorical, meta.n_categories, self.depth_)
-        ss = np.random.SeedSequence(self.random_state)
-        ss_struct, ss_part, ss_leaf, ss_diag = ss.spawn(4)
+        # Structure (published: seeds, partition) and noise (leaf labels, the empty-leaf
+        # secret) come from independent streams: nothing released reveals the noise.
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        ss_struct, ss_part, ss_diag = streams.structure.spawn(3)
+        *leaf_rngs, secret_rng = streams.noise_generators(n_trees + 1)
         # BuildTree: one 64-bit root key per tree; the structure is a function of it.
         self.seeds_ = np.random.default_rng(ss_struct).integers(
             0, 2**63, size=n_trees, dtype=np.int64, endpoint=False
         ).astype(np.uint64)
+        self._empty_leaf_secret = draw_empty_leaf_secret(secret_rng)
         n = X.shape[0]
         if disjoint:
             part = record_partition(n, [1.0 / n_trees] * n_trees, np.random.default_rng(ss_part))
@@ -186,8 +234,6 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         self.tree_sizes_ = (
             np.bincount(part[part >= 0], minlength=n_trees) if disjoint else np.full(n_trees, n)
         ).astype(np.int64)
-        self.accountant_ = Accountant(epsilon=epsilon if np.isfinite(epsilon) else 1e300)
-        leaf_rngs = [np.random.default_rng(s) for s in ss_leaf.spawn(n_trees)]
         keys_all, labels_all = [], []
         n_nonempty = np.zeros(n_trees)
         changed, sens, n_leaf_total = 0.0, [], 0
@@ -271,9 +317,9 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "leaf_keys_")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         # One compiled pass: route, look up the leaf's label; leaves no record reached get
-        # the uniformly random label fixed by their key (Section 4.2.1).
+        # a uniformly random label keyed by the fit's noise secret (Section 4.2.1).
         return forest_leaf_labels(self.schema_, self.seeds_, X, self.leaf_offsets_, self.leaf_keys_,
-                                  self.leaf_labels_, self.classes_.size)
+                                  self.leaf_labels_, self.classes_.size, self._empty_leaf_secret)
 
     def predict_proba(self, X) -> np.ndarray:
         """Vote shares of the trees (Section 4.4 majority voting)."""
@@ -317,6 +363,15 @@ class FletcherForestClassifier(_RandomForestBase):
         "global_2017" (Theorem 1's utility with global sensitivity 1, Fig. 4).
     disjoint : True (Section 4.2) or False (all data in every tree, epsilon / tau each).
     feature_domain, categorical_features, n_categories : public metadata.
+    classes : the public label set (``classes_``, ``predict_proba``'s columns); None reads it
+        from ``y`` (warned, not DP).
+    random_state : seeds the public structure (``seeds_``, the record partition).
+    noise_rng : None (noise derived from ``random_state``: reproducible experiments) or a
+        ``numpy.random.Generator`` / ``dpexp.privacy.secure_generator()`` for the leaf
+        labels and the empty-leaf secret.
+
+    Released (DP): predictions on any inputs, i.e. the label function of the labelled full
+    trees, with the public structure (``seeds_``, ``depth_``, ``classes_``).
     """
 
     def __init__(
@@ -329,7 +384,9 @@ class FletcherForestClassifier(_RandomForestBase):
         feature_domain=None,
         categorical_features=None,
         n_categories=None,
+        classes=None,
         random_state=None,
+        noise_rng=None,
     ):
         self.epsilon = epsilon
         self.n_trees = n_trees
@@ -339,7 +396,9 @@ class FletcherForestClassifier(_RandomForestBase):
         self.feature_domain = feature_domain
         self.categorical_features = categorical_features
         self.n_categories = n_categories
+        self.classes = classes
         self.random_state = random_state
+        self.noise_rng = noise_rng
 
     def fit(self, X, y):
         epsilon = check_epsilon(self.epsilon)
@@ -362,6 +421,7 @@ class FletcherNonPrivateForestClassifier(_RandomForestBase):
         feature_domain=None,
         categorical_features=None,
         n_categories=None,
+        classes=None,
         random_state=None,
     ):
         self.n_trees = n_trees
@@ -369,6 +429,7 @@ class FletcherNonPrivateForestClassifier(_RandomForestBase):
         self.feature_domain = feature_domain
         self.categorical_features = categorical_features
         self.n_categories = n_categories
+        self.classes = classes
         self.random_state = random_state
 
     def fit(self, X, y):

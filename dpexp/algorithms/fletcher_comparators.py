@@ -3,10 +3,16 @@
 * :class:`JPWForestClassifier` (``jpw``): Jagannathan, Pillaipakkamnatt & Wright (2012),
   random decision trees (the same data-independent trees as ours, with their continuous
   extension of a uniformly random split point), depth ``min(m/2, log_b n - 1)`` with ``b``
-  the mean domain size of the features, 10 trees on all records with ``epsilon / 10`` each
-  (Definition 2), Laplace noise (sensitivity 1) on every leaf's class counts, including
-  empty leaves (Section 4.2.1). The forest sums the trees' noisy counts and predicts their
-  arg-max; ``predict_proba`` normalises the summed counts clipped at 0.
+  the mean domain size of the features (Section 5.2), 10 trees on all records (Definition
+  2), Laplace noise (sensitivity 1) on every leaf's class counts, including empty leaves
+  (Section 4.2.1). ``n`` in the depth is the record count, which is private: it is the
+  declared ``n_records`` when given (public, free), otherwise a Laplace count (sensitivity
+  1) charged ``depth_epsilon_share`` (5%) of epsilon; the trees share the rest,
+  ``(1 - share) epsilon / 10`` each. (JPW and the paper used the exact n, which is not DP:
+  ``depth_`` changes between n = 63 and 64 for 14 binary features.) With an explicit
+  ``max_depth`` no count is needed and the trees get all of epsilon. The forest sums the
+  trees' noisy counts and predicts their arg-max; ``predict_proba`` normalises the summed
+  counts clipped at 0.
 * :class:`FSTreeClassifier` (``fs_c45``): Friedman & Schuster (2010) DiffP-C4.5, one greedy
   tree of depth 5. Budget ``epsilon' = epsilon / (2 (d + 1))`` per level (each level
   partitions the records): a noisy node count (Laplace, epsilon'); the node becomes a leaf
@@ -31,16 +37,17 @@ detail; Fig. 14's spec shows the paper's printed values for it, labelled as such
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.fletcher import leaf_counts, resolve_metadata
+from dpexp.algorithms.fletcher import encode_labels, leaf_counts, mark_metadata, resolve_metadata
 from dpexp.algorithms.fletcher_trees import (
     TreeSchema,
+    draw_empty_leaf_secret,
     empty_leaf_laplace,
     jpw_depth,
     leaf_index,
@@ -48,57 +55,105 @@ from dpexp.algorithms.fletcher_trees import (
 )
 from dpexp.errors import DpexpError, check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy.randomness import estimator_streams
 from dpexp.trees.tree import ArrayTree, TreeBuilder
 
 # ------------------------------------------------------------------------------ JPW
 
 
 class JPWForestClassifier(ClassifierMixin, BaseEstimator):
-    """JPW differentially private random decision forest (Jagannathan et al. 2012)."""
+    """JPW differentially private random decision forest (Jagannathan et al. 2012).
+
+    Parameters
+    ----------
+    epsilon : total budget: ``depth_epsilon_share`` of it for the noisy record count (only
+        when the depth needs n), the rest split evenly over the trees (all records in each).
+    n_trees : 10 (JPW's recommendation, Section 5.2).
+    max_depth : None (``min(m/2, log_b n - 1)``) or an int (public, no count needed).
+    n_records : a declared, public record count for the depth (no budget); None = noisy count.
+    depth_epsilon_share : share of epsilon for the noisy count (Laplace, sensitivity 1).
+    feature_domain, categorical_features, n_categories, classes : public metadata.
+    random_state : seeds the public structure (``seeds_``); noise_rng : the noise (counts,
+        Laplace leaf counts, the empty-leaf secret), see :func:`estimator_streams`.
+
+    Released (DP): ``depth_``, ``seeds_``, ``classes_`` and the noisy class counts of every
+    leaf of every tree (empty leaves: pure Laplace noise keyed by a noise-stream secret),
+    observed through ``predict``/``predict_proba`` (the summed counts). ``leaf_keys_`` /
+    ``leaf_counts_`` (non-empty leaves only) and the secret are an implementation cache.
+    """
 
     def __init__(
         self,
         epsilon: float = 1.0,
         n_trees: int = 10,
         max_depth=None,
+        n_records=None,
+        depth_epsilon_share: float = 0.05,
         feature_domain=None,
         categorical_features=None,
         n_categories=None,
+        classes=None,
         random_state=None,
+        noise_rng=None,
     ):
         self.epsilon = epsilon
         self.n_trees = n_trees
         self.max_depth = max_depth
+        self.n_records = n_records
+        self.depth_epsilon_share = depth_epsilon_share
         self.feature_domain = feature_domain
         self.categorical_features = categorical_features
         self.n_categories = n_categories
+        self.classes = classes
         self.random_state = random_state
+        self.noise_rng = noise_rng
+
+    def _depth(self, n: int, m: int, b: float, epsilon: float, rng) -> tuple[int, float]:
+        """``(depth, epsilon spent on it)``: public when max_depth/n_records are given."""
+        if self.max_depth is not None:
+            if not isinstance(self.max_depth, int | np.integer) or self.max_depth < 1:
+                raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
+            return int(self.max_depth), 0.0
+        if self.n_records is not None:
+            if not isinstance(self.n_records, int | np.integer) or self.n_records < 1:
+                raise ValueError(f"n_records must be None or an int >= 1, got {self.n_records!r}")
+            return jpw_depth(m, int(self.n_records), b), 0.0
+        share = float(self.depth_epsilon_share)
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"depth_epsilon_share must be in (0, 1), got {self.depth_epsilon_share!r}")
+        eps_n = share * epsilon
+        self.accountant_.spend(eps_n, what="noisy record count (JPW depth)", mechanism="laplace")
+        n_noisy = float(laplace_mechanism(float(n), epsilon=eps_n, sensitivity=1.0, rng=rng))
+        # log_b of a count below 1 is meaningless; jpw_depth clamps it (post-processing).
+        return jpw_depth(m, max(1, int(round(n_noisy))), b), eps_n
 
     def fit(self, X, y):
         epsilon = check_epsilon(self.epsilon)
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
-        C = self.classes_.size
         T = int(self.n_trees)
         if T < 1:
             raise ValueError(f"n_trees must be >= 1, got {self.n_trees!r}")
+        self.accountant_ = Accountant(epsilon=epsilon)
+        y_enc = encode_labels(self, y, self.accountant_)
+        C = self.classes_.size
         meta = resolve_metadata(X, self.feature_domain, self.categorical_features, self.n_categories)
+        mark_metadata(meta, self.accountant_)
         m = X.shape[1]
         b = float(np.mean(np.where(meta.categorical, meta.n_categories, 2)))
-        self.depth_ = int(self.max_depth) if self.max_depth is not None else jpw_depth(m, X.shape[0], b)
+        streams = estimator_streams(self.random_state, self.noise_rng)
+        count_rng, secret_rng, *rngs = streams.noise_generators(T + 2)
+        self.depth_, eps_depth = self._depth(X.shape[0], m, b, epsilon, count_rng)
         self.schema_ = TreeSchema(meta.lows, meta.highs, meta.categorical, meta.n_categories, self.depth_)
-        ss_struct, ss_leaf = np.random.SeedSequence(self.random_state).spawn(2)
-        self.seeds_ = np.random.default_rng(ss_struct).integers(0, 2**63, size=T).astype(np.uint64)
-        self.eps_tree_ = epsilon / T
-        self.accountant_ = Accountant(epsilon=epsilon)
-        rngs = [np.random.default_rng(s) for s in ss_leaf.spawn(T)]
+        self.seeds_ = np.random.default_rng(streams.structure).integers(0, 2**63, size=T).astype(np.uint64)
+        self.eps_tree_ = (epsilon - eps_depth) / T
+        self._empty_leaf_secret = draw_empty_leaf_secret(secret_rng)
         # Every record through every tree in one compiled call (10 trees by default).
         grid = route_forest(self.schema_, self.seeds_, X)
         keys_all, counts_all = [], []
         with self.accountant_.sequential("trees (all records in each)"):
             for t in range(T):
                 uk, counts = leaf_counts(grid[t], y_enc, C)
+                # The leaves partition the records: one parallel release per tree.
                 self.accountant_.spend(self.eps_tree_, what=f"tree {t} noisy leaf counts")
                 noisy = laplace_mechanism(counts, epsilon=self.eps_tree_, sensitivity=1.0, rng=rngs[t])
                 keys_all.append(uk)
@@ -116,12 +171,16 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "leaf_keys_")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         n, C, T = X.shape[0], self.classes_.size, self.seeds_.size
-        keys = route_forest(self.schema_, self.seeds_, X).ravel()
-        # Empty leaves: pure Laplace noise, a fixed function of the leaf key (Section 4.2.1).
-        vals = empty_leaf_laplace(keys, C, 1.0 / self.eps_tree_)
-        idx = leaf_index(keys.reshape(T, n), self.leaf_offsets_, self.leaf_keys_).ravel()
+        keys = route_forest(self.schema_, self.seeds_, X)
+        idx = leaf_index(keys, self.leaf_offsets_, self.leaf_keys_).ravel()
+        vals = np.empty((idx.size, C))
         hit = idx >= 0
         vals[hit] = self.leaf_counts_[idx[hit]]
+        # Empty leaves: pure Laplace noise on zero counts (Section 4.2.1), keyed by the fit's
+        # noise-stream secret -- never a function of the published seeds alone.
+        miss = np.flatnonzero(~hit)
+        vals[miss] = empty_leaf_laplace(self._empty_leaf_secret, miss // n, keys.ravel()[miss], C,
+                                        1.0 / self.eps_tree_)
         return vals.reshape(T, n, C).sum(axis=0)
 
     def predict_proba(self, X) -> np.ndarray:
@@ -174,7 +233,14 @@ def _split_point(x, y, lo, hi, C, epsilon, rng) -> tuple[float, float]:
 
 
 class FSTreeClassifier(ClassifierMixin, BaseEstimator):
-    """Friedman & Schuster (2010) DiffP-C4.5: one greedy DP tree of depth 5."""
+    """Friedman & Schuster (2010) DiffP-C4.5: one greedy DP tree of depth 5.
+
+    Every random choice of FS depends on the data (noisy counts, exponential-mechanism
+    splits, the point inside the chosen interval), so all of it is noise: it comes from
+    ``noise_rng`` (None: derived from ``random_state``). ``classes`` is the public label
+    set (leaf counts and ``predict_proba`` have a column for each declared class).
+    Released (DP): the whole tree ``tree_`` (splits and leaf class distributions).
+    """
 
     def __init__(
         self,
@@ -183,26 +249,30 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
         feature_domain=None,
         categorical_features=None,
         n_categories=None,
+        classes=None,
         random_state=None,
+        noise_rng=None,
     ):
         self.epsilon = epsilon
         self.max_depth = max_depth
         self.feature_domain = feature_domain
         self.categorical_features = categorical_features
         self.n_categories = n_categories
+        self.classes = classes
         self.random_state = random_state
+        self.noise_rng = noise_rng
 
     def fit(self, X, y):
         epsilon = check_epsilon(self.epsilon)
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        self.accountant_ = Accountant(epsilon=epsilon)
+        y_enc = encode_labels(self, y, self.accountant_)
         C = self.classes_.size
         meta = resolve_metadata(X, self.feature_domain, self.categorical_features, self.n_categories)
+        mark_metadata(meta, self.accountant_)
         d = int(self.max_depth)
         eps1 = epsilon / (2.0 * (d + 1))
-        rng = np.random.default_rng(np.random.SeedSequence(self.random_state))
-        self.accountant_ = Accountant(epsilon=epsilon)
+        rng = estimator_streams(self.random_state, self.noise_rng).noise_generator()
         builder = TreeBuilder(n_outputs=C)
         root = builder.add_node(0)
         codes = np.where(meta.categorical, np.nan_to_num(X, nan=-1.0), 0).astype(np.int64)
@@ -298,6 +368,12 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
 
     ``max_depth=None`` uses Theorem 2's depth (:func:`theorem2_depth`, all features as
     diffprivlib treats them: continuous with public ``bounds`` = ``feature_domain``).
+    ``shuffle=True`` is always passed: without it diffprivlib splits the records over the
+    trees by position blocks, which is not record-stable (adding a record moves others to
+    other trees; audited epsilon lower bound 1.76 at a claim of 1). ``classes`` (public)
+    is passed to diffprivlib. All of diffprivlib's randomness (trees, partition, noise) is
+    seeded from the noise stream (``noise_rng``; None: derived from ``random_state``),
+    since none of it is published apart from the model.
     """
 
     def __init__(
@@ -306,13 +382,17 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         n_trees: int = 100,
         max_depth=None,
         feature_domain=None,
+        classes=None,
         random_state=None,
+        noise_rng=None,
     ):
         self.epsilon = epsilon
         self.n_trees = n_trees
         self.max_depth = max_depth
         self.feature_domain = feature_domain
+        self.classes = classes
         self.random_state = random_state
+        self.noise_rng = noise_rng
 
     def fit(self, X, y):
         try:
@@ -324,17 +404,24 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
             ) from exc
         from dpexp.algorithms.fletcher_trees import theorem2_depth
 
+        if "shuffle" not in inspect.signature(RandomForestClassifier).parameters:
+            raise DpexpError(
+                "diffprivlib_rf needs a diffprivlib whose RandomForestClassifier takes shuffle= "
+                "(without it the records are split over the trees by position blocks, which is "
+                "not differentially private); upgrade diffprivlib"
+            )
         epsilon = check_epsilon(self.epsilon)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        self.accountant_ = Accountant(epsilon=epsilon)
+        encode_labels(self, y, self.accountant_)
         meta = resolve_metadata(X, self.feature_domain, None, None)
+        mark_metadata(meta, self.accountant_)
         depth = self.max_depth if self.max_depth is not None else theorem2_depth(X.shape[1], 0)
+        seed = int(estimator_streams(self.random_state, self.noise_rng).noise_generator().integers(2**31 - 1))
         self.model_ = RandomForestClassifier(
             n_estimators=int(self.n_trees), epsilon=epsilon, bounds=(meta.lows, meta.highs),
-            classes=self.classes_, max_depth=int(depth), random_state=self.random_state,
+            classes=self.classes_, max_depth=int(depth), random_state=seed, shuffle=True,
         ).fit(X, y)
-        self.accountant_ = Accountant(epsilon=epsilon)
         self.accountant_.spend(epsilon, what="diffprivlib RandomForestClassifier (its own accounting)")
         return self
 

@@ -22,7 +22,9 @@ sample is routed in O(depth) hash evaluations by compiled (numba) kernels that w
 samples through all trees in one call; the numpy helpers below (``child_keys``,
 ``key_uniform``, ``_choose_feature``) are the specification the kernels reproduce bit for
 bit (``tests/fletcher/test_routing_kernels.py``). The leaf a sample reaches is named by
-its key.
+its key. Keys are public (they follow from the published seeds), so nothing a leaf
+releases may be a function of its key alone: the noise of empty leaves is keyed by a
+secret from the noise stream (see "empty leaves" below).
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _SALT_FEATURE = np.uint64(0x5851F42D4C957F2D)
 _SALT_SPLIT = np.uint64(0x14057B7EF767814F)
-_SALT_LABEL = np.uint64(0x2545F4914F6CDD1D)
-_SALT_EXTRA = np.uint64(0x9FB21C651E98DF25)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -65,19 +65,114 @@ def key_uniform(keys: np.ndarray, salt: np.uint64) -> np.ndarray:
     return (h >> np.uint64(11)).astype(np.float64) * (1.0 / float(2**53))
 
 
-def empty_leaf_label(keys: np.ndarray, n_classes: int) -> np.ndarray:
-    """The uniformly random label of an empty leaf (Section 4.2.1): a function of its key."""
-    lab = np.floor(key_uniform(keys, _SALT_LABEL) * n_classes).astype(np.int64)
-    return np.minimum(lab, n_classes - 1)
+# ------------------------------------------------------------------- empty leaves
+#
+# A leaf no training record reached releases pure noise (Section 4.2.1: a uniformly random
+# label; JPW: Laplace noise on all-zero counts). That noise must come from the noise
+# stream, never from the leaf key: keys follow from the published ``seeds_`` (SplitMix64
+# is invertible, so thresholds reveal them too), and a label that is a function of the key
+# is certain under a dataset where the leaf is empty and not under its neighbour with one
+# record in it (audited epsilon lower bound 4.84 at a claim of 1). The full trees have
+# millions of leaves, so their noise cannot be drawn one by one at fit time; instead each
+# fit draws a 128-bit secret from the noise stream and an empty leaf's noise is
+# SipHash-2-4 (a keyed pseudorandom function, Aumasson & Bernstein 2012) of (secret, tree,
+# leaf key, stream). The labels are then pseudorandom and independent of everything
+# released, computed in O(1) per prediction inside the compiled routing, and the same on
+# every call. The secret is not part of the release (see docs/estimators/fletcher.md).
+
+_SIP_C0 = np.uint64(0x736F6D6570736575)  # "somepseudorandomlygeneratedbytes", the IV
+_SIP_C1 = np.uint64(0x646F72616E646F6D)
+_SIP_C2 = np.uint64(0x6C7967656E657261)
+_SIP_C3 = np.uint64(0x7465646279746573)
+_SIP_LEN16 = np.uint64(16 << 56)  # last block of a 16-byte message: its length byte
+_LABEL_STREAM = np.uint64(0xFFFFFFFF)  # stream id of an empty leaf's label
 
 
-def empty_leaf_laplace(keys: np.ndarray, n_classes: int, scale: float) -> np.ndarray:
-    """Laplace(scale) noise, one per class, for the counts of an empty leaf (JPW)."""
-    out = np.empty((keys.shape[0], n_classes))
-    for c in range(n_classes):
-        salt = np.uint64((int(_SALT_EXTRA) + c * int(_GOLDEN)) % 2**64)
-        u = key_uniform(keys, salt) - 0.5
-        out[:, c] = -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+@njit(cache=True, nogil=True, inline="always")
+def _rotl(x: np.uint64, b: int) -> np.uint64:
+    return (x << np.uint64(b)) | (x >> np.uint64(64 - b))
+
+
+@njit(cache=True, nogil=True)
+def _sip_rounds(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, n: int) -> tuple:
+    for _ in range(n):
+        v0 = v0 + v1
+        v1 = _rotl(v1, 13) ^ v0
+        v0 = _rotl(v0, 32)
+        v2 = v2 + v3
+        v3 = _rotl(v3, 16) ^ v2
+        v0 = v0 + v3
+        v3 = _rotl(v3, 21) ^ v0
+        v2 = v2 + v1
+        v1 = _rotl(v1, 17) ^ v2
+        v2 = _rotl(v2, 32)
+    return v0, v1, v2, v3
+
+
+@njit(cache=True, nogil=True)
+def siphash24_words(k0: np.uint64, k1: np.uint64, m0: np.uint64, m1: np.uint64) -> np.uint64:
+    """SipHash-2-4 of the 16-byte message ``m0 || m1`` (little-endian words) under key (k0, k1)."""
+    v0, v1, v2, v3 = k0 ^ _SIP_C0, k1 ^ _SIP_C1, k0 ^ _SIP_C2, k1 ^ _SIP_C3
+    for m in (m0, m1, _SIP_LEN16):
+        v3 ^= m
+        v0, v1, v2, v3 = _sip_rounds(v0, v1, v2, v3, 2)
+        v0 ^= m
+    v2 ^= np.uint64(0xFF)
+    v0, v1, v2, v3 = _sip_rounds(v0, v1, v2, v3, 4)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+@njit(cache=True, nogil=True)
+def _secret_uniform(secret: np.ndarray, tree: int, key: np.uint64, stream: np.uint64) -> float:
+    """A uniform in (0, 1) for (tree, leaf key, stream) under the fit's secret."""
+    h = siphash24_words(secret[0], secret[1], key, (np.uint64(tree) << np.uint64(32)) ^ stream)
+    return (float(h >> _U11) + 0.5) * _INV53
+
+
+@njit(cache=True, nogil=True)
+def _secret_label(secret: np.ndarray, tree: int, key: np.uint64, n_classes: int) -> int:
+    return min(int(_secret_uniform(secret, tree, key, _LABEL_STREAM) * n_classes), n_classes - 1)
+
+
+def draw_empty_leaf_secret(rng) -> np.ndarray:
+    """The fit's 128-bit secret, from a *noise* generator (Generator or SecureGenerator)."""
+    return np.frombuffer(rng.bytes(16), dtype=np.uint64).copy()
+
+
+@njit(cache=True, nogil=True)
+def _empty_labels(secret, trees, keys, n_classes, out):
+    for i in range(keys.shape[0]):
+        out[i] = _secret_label(secret, trees[i], keys[i], n_classes)
+
+
+@njit(cache=True, nogil=True)
+def _empty_laplace(secret, trees, keys, scale, out):
+    for i in range(keys.shape[0]):
+        for c in range(out.shape[1]):
+            u = _secret_uniform(secret, trees[i], keys[i], np.uint64(c)) - 0.5
+            out[i, c] = -scale * np.sign(u) * np.log1p(-2.0 * abs(u))
+
+
+def empty_leaf_label(secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, n_classes: int) -> np.ndarray:
+    """The uniformly random label (Section 4.2.1) of empty leaf ``keys[i]`` of tree ``trees[i]``."""
+    keys = _arr(np.asarray(keys, dtype=np.uint64).ravel(), np.uint64)
+    trees = _arr(np.broadcast_to(np.asarray(trees, dtype=np.int64), keys.shape), np.int64)
+    out = np.empty(keys.size, dtype=np.int64)
+    _empty_labels(_arr(secret, np.uint64), trees, keys, int(n_classes), out)
+    return out
+
+
+def empty_leaf_laplace(
+    secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, n_classes: int, scale: float
+) -> np.ndarray:
+    """Laplace(``scale``) noise, one per class, for the all-zero counts of empty leaves (JPW).
+
+    Inverse-CDF of the keyed uniforms (the law of ``laplace_mechanism`` on a zero count).
+    """
+    keys = _arr(np.asarray(keys, dtype=np.uint64).ravel(), np.uint64)
+    trees = _arr(np.broadcast_to(np.asarray(trees, dtype=np.int64), keys.shape), np.int64)
+    out = np.empty((keys.size, int(n_classes)))
+    _empty_laplace(_arr(secret, np.uint64), trees, keys, float(scale), out)
     return out
 
 
@@ -163,6 +258,10 @@ _U30 = np.uint64(30)
 _U31 = np.uint64(31)
 _INV53 = 1.0 / float(2**53)
 _WALK_CHUNK = 512  # walks per parallel work item: amortises the scratch arrays
+# Below this many (tree, sample) walks the serial twins run: waking numba's thread pool
+# costs milliseconds on a busy 2-core machine (8.7 ms for 2 walks, measured), far more
+# than the walks themselves (an audit fits thousands of tiny models).
+_PARALLEL_MIN_WALKS = 1 << 16
 
 
 @njit(cache=True, nogil=True)
@@ -248,19 +347,39 @@ def _route_rows(
         out[i] = _walk(X[i], seeds[i], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
 
 
+@njit(cache=True, nogil=True)
+def _route_task(
+    c: int, per_tree: int, X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray,
+    cat: np.ndarray, ncat: np.ndarray, depth: int, child_mix: np.ndarray, out: np.ndarray,
+) -> None:
+    """Work item ``c`` of :func:`_route_grid`: one chunk of samples through one tree."""
+    n, m = X.shape
+    t, b = c // per_tree, c % per_tree
+    lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
+    for i in range(b * _WALK_CHUNK, min(n, (b + 1) * _WALK_CHUNK)):
+        out[t, i] = _walk(X[i], seeds[t], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _route_grid(
     X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
     ncat: np.ndarray, depth: int, child_mix: np.ndarray, out: np.ndarray,
 ) -> None:
     """``out[t, i]`` = leaf of ``X[i]`` in tree ``seeds[t]`` (every sample through every tree)."""
-    n, m = X.shape
-    per_tree = (n + _WALK_CHUNK - 1) // _WALK_CHUNK
+    per_tree = (X.shape[0] + _WALK_CHUNK - 1) // _WALK_CHUNK
     for c in prange(seeds.shape[0] * per_tree):
-        t, b = c // per_tree, c % per_tree
-        lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
-        for i in range(b * _WALK_CHUNK, min(n, (b + 1) * _WALK_CHUNK)):
-            out[t, i] = _walk(X[i], seeds[t], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
+        _route_task(c, per_tree, X, seeds, lows, highs, cat, ncat, depth, child_mix, out)
+
+
+@njit(cache=True, nogil=True)
+def _route_grid_serial(
+    X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
+    ncat: np.ndarray, depth: int, child_mix: np.ndarray, out: np.ndarray,
+) -> None:
+    """Serial twin of :func:`_route_grid` (same work items, same results)."""
+    per_tree = (X.shape[0] + _WALK_CHUNK - 1) // _WALK_CHUNK
+    for c in range(seeds.shape[0] * per_tree):
+        _route_task(c, per_tree, X, seeds, lows, highs, cat, ncat, depth, child_mix, out)
 
 
 def _arr(a, dtype) -> np.ndarray:
@@ -307,7 +426,8 @@ def route_forest(schema: TreeSchema, seeds: np.ndarray, X: np.ndarray) -> np.nda
     X = _arr(X, np.float64)
     seeds = _arr(np.asarray(seeds, dtype=np.uint64).ravel(), np.uint64)
     out = np.empty((seeds.size, X.shape[0]), dtype=np.uint64)
-    _route_grid(X, seeds, *_kernel_args(schema), out)
+    kernel = _route_grid if out.size >= _PARALLEL_MIN_WALKS else _route_grid_serial
+    kernel(X, seeds, *_kernel_args(schema), out)
     return out
 
 
@@ -468,41 +588,67 @@ def _leaf_index(keys: np.ndarray, offsets: np.ndarray, table: np.ndarray, out: n
             out[t, i] = _find(table, offsets[t], offsets[t + 1], keys[t, i])
 
 
+@njit(cache=True, nogil=True)
+def _labels_task(
+    c: int, per_tree: int, X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray,
+    cat: np.ndarray, ncat: np.ndarray, depth: int, child_mix: np.ndarray, offsets: np.ndarray,
+    table: np.ndarray, labels: np.ndarray, n_classes: int, secret: np.ndarray, out: np.ndarray,
+) -> None:
+    """Work item ``c`` of :func:`_forest_labels`: one chunk of samples through one tree."""
+    n, m = X.shape
+    t, b = c // per_tree, c % per_tree
+    lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
+    for i in range(b * _WALK_CHUNK, min(n, (b + 1) * _WALK_CHUNK)):
+        k = _walk(X[i], seeds[t], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
+        j = _find(table, offsets[t], offsets[t + 1], k)
+        if j >= 0:
+            out[t, i] = labels[j]
+        else:  # an empty leaf: as empty_leaf_label, keyed by the fit's secret
+            out[t, i] = _secret_label(secret, t, k, n_classes)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _forest_labels(
     X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
     ncat: np.ndarray, depth: int, child_mix: np.ndarray, offsets: np.ndarray, table: np.ndarray,
-    labels: np.ndarray, n_classes: int, out: np.ndarray,
+    labels: np.ndarray, n_classes: int, secret: np.ndarray, out: np.ndarray,
 ) -> None:
-    n, m = X.shape
-    per_tree = (n + _WALK_CHUNK - 1) // _WALK_CHUNK
+    per_tree = (X.shape[0] + _WALK_CHUNK - 1) // _WALK_CHUNK
     for c in prange(seeds.shape[0] * per_tree):
-        t, b = c // per_tree, c % per_tree
-        lo, hi, used = np.empty(m), np.empty(m), np.empty(m, dtype=np.bool_)
-        for i in range(b * _WALK_CHUNK, min(n, (b + 1) * _WALK_CHUNK)):
-            k = _walk(X[i], seeds[t], lows, highs, cat, ncat, depth, child_mix, lo, hi, used)
-            j = _find(table, offsets[t], offsets[t + 1], k)
-            if j >= 0:
-                out[t, i] = labels[j]
-            else:  # as empty_leaf_label: floor(u * C) for the label stream of the key
-                out[t, i] = min(int(_uniform1(k, _SALT_LABEL) * n_classes), n_classes - 1)
+        _labels_task(c, per_tree, X, seeds, lows, highs, cat, ncat, depth, child_mix, offsets, table,
+                     labels, n_classes, secret, out)
+
+
+@njit(cache=True, nogil=True)
+def _forest_labels_serial(
+    X: np.ndarray, seeds: np.ndarray, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray,
+    ncat: np.ndarray, depth: int, child_mix: np.ndarray, offsets: np.ndarray, table: np.ndarray,
+    labels: np.ndarray, n_classes: int, secret: np.ndarray, out: np.ndarray,
+) -> None:
+    """Serial twin of :func:`_forest_labels` (same work items, same results)."""
+    per_tree = (X.shape[0] + _WALK_CHUNK - 1) // _WALK_CHUNK
+    for c in range(seeds.shape[0] * per_tree):
+        _labels_task(c, per_tree, X, seeds, lows, highs, cat, ncat, depth, child_mix, offsets, table,
+                     labels, n_classes, secret, out)
 
 
 def forest_leaf_labels(
     schema: TreeSchema, seeds: np.ndarray, X: np.ndarray, offsets: np.ndarray,
-    table: np.ndarray, labels: np.ndarray, n_classes: int,
+    table: np.ndarray, labels: np.ndarray, n_classes: int, secret: np.ndarray,
 ) -> np.ndarray:
     """Label ``(n_trees, n_samples)`` given by tree ``t`` to row ``i``, in one compiled pass.
 
     Equals ``route_forest`` + ``leaf_index`` into the stored labels, with
-    :func:`empty_leaf_label` for the leaves no record reached (Section 4.2.1); fusing the
-    three avoids materialising the key and index matrices.
+    :func:`empty_leaf_label` under ``secret`` (the fit's noise-stream secret) for the
+    leaves no record reached (Section 4.2.1); fusing the three avoids materialising the
+    key and index matrices.
     """
     X = _arr(X, np.float64)
     seeds = _arr(np.asarray(seeds, dtype=np.uint64).ravel(), np.uint64)
     out = np.empty((seeds.size, X.shape[0]), dtype=np.int64)
-    _forest_labels(X, seeds, *_kernel_args(schema), _arr(offsets, np.int64), _arr(table, np.uint64),
-                   _arr(labels, np.int64), int(n_classes), out)
+    kernel = _forest_labels if out.size >= _PARALLEL_MIN_WALKS else _forest_labels_serial
+    kernel(X, seeds, *_kernel_args(schema), _arr(offsets, np.int64), _arr(table, np.uint64),
+           _arr(labels, np.int64), int(n_classes), _arr(secret, np.uint64), out)
     return out
 
 

@@ -29,6 +29,15 @@ Trees with Differential Privacy", slides, ``../shared/papers/gaussian-bdt-peinem
   says which one was used. The classic sigma is taken one ulp above the bound (the
   slides' inequality is strict).
 
+Public input and randomness: ``feature_domain`` (the candidate thresholds of the random
+splits), ``label_domain`` (regression scale) and ``classes`` (classifier label set) are
+public; missing ones are read from the data with a ``DataDependentWarning`` and the fit is
+marked not DP (``accountant_.is_dp``), as is ``binning="quantile"``. The random splits
+come from ``random_state``'s *structure* stream (data-independent, publishable); every
+Gaussian draw from the *noise* stream (``noise_rng``; ``None`` derives it from
+``random_state``, :func:`dpexp.privacy.secure_generator` for a published model). Released:
+``trees_`` (random splits + noisy leaf values) and predictions from them.
+
 Labels: regression labels are scaled to ``[-1, 1]`` with the public ``label_domain``
 (predictions are mapped back); classification labels are ``{-1, +1}`` (class 1 iff
 ``F > 0``). The default clip ``L = 1`` covers the labels; the error-corrected labels lie
@@ -48,16 +57,23 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpexp.algorithms.gbdt_common import (
     apply_tree,
     make_bin_mapper,
+    not_dp_reasons,
     prepare_predict_matrix,
     resolve_label_domain,
     scale_labels,
     unscale_labels,
 )
-from dpexp.algorithms.labels import binary_classes, labels_from_score, pm1_targets
+from dpexp.algorithms.labels import (
+    binary_classes,
+    labels_from_score,
+    pm1_targets,
+    proba_from_pm1_score,
+)
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, analytic_gaussian_sigma, gaussian_sigma_classic
 from dpexp.privacy.mechanisms import check_delta
+from dpexp.privacy.randomness import estimator_streams
 from dpexp.trees.grower import LeafContext, SplitContext, grow_tree
 
 CALIBRATIONS = ("auto", "classic", "analytic")
@@ -146,6 +162,15 @@ class _GaussianBDTBase(BaseEstimator):
     def _targets(self, y):  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _public_input_reasons(self, leaked: bool) -> list[str]:
+        """Why this fit is not DP (public input read from the private data), if it is not."""
+        quantile = self.binning == "quantile"
+        return not_dp_reasons(
+            classes=getattr(self, "_classes_from_data", False),
+            label_domain=getattr(self, "_label_domain_from_data", False),
+            feature_domain=leaked and not quantile, quantile=quantile,
+        )
+
     def _check(self) -> tuple[float, float]:
         eps = check_epsilon(self.epsilon, name="epsilon")
         delta = check_delta(self.delta)
@@ -179,6 +204,12 @@ class _GaussianBDTBase(BaseEstimator):
         data = self.mapper_.transform(X)
         acc = Accountant(epsilon=eps, delta=delta)
         self.accountant_ = acc
+        for reason in self._public_input_reasons(leaked):
+            acc.mark_not_dp(reason)
+        streams = estimator_streams(self.random_state, self.noise_rng)
+        # random splits: structure (data-independent, may be published); leaf noise: noise
+        split_rngs = [np.random.default_rng(c) for c in streams.structure.spawn(T)]
+        noise_rngs = streams.noise_generators(T)
         n = data.n_rows
         F = np.zeros(n)
         stats = np.empty((n, 2))
@@ -188,17 +219,17 @@ class _GaussianBDTBase(BaseEstimator):
         leaf = GaussianLeaf(L, eps_r, delta_r, sigma_s, sigma_c)
         t0 = time.perf_counter()
         self.trees_ = []
-        for t, s in enumerate(np.random.SeedSequence(self.random_state).spawn(T)):
-            split_ss, noise_ss = s.spawn(2)
+        for t in range(T):
             stats[:, 0] = np.clip(target - F, -L, L)
             with acc.sequential(f"tree {t}"):
                 grown = grow_tree(data, stats, rows, self.mapper_, max_depth=D,
-                                  split_policy=RandomSplit(np.random.default_rng(split_ss)),
-                                  leaf_policy=leaf, rng=np.random.default_rng(noise_ss),
+                                  split_policy=RandomSplit(split_rngs[t]),
+                                  leaf_policy=leaf, rng=noise_rngs[t],
                                   accountant=acc, label=f"tree {t}")
-            leaf_of = (apply_tree(grown.tree, prepare_predict_matrix(X)) if data.is_sparse
-                       else grown.apply_binned(data))
-            F += lr * grown.tree.value[leaf_of, 0]
+            if data.is_sparse:
+                F += lr * grown.tree.value[apply_tree(grown.tree, prepare_predict_matrix(X)), 0]
+            else:  # serial walk for small tables (apply_binned always starts the pool)
+                grown.add_to_scores(F, lr, data)
             self.trees_.append(grown.tree)
         self.diagnostics_ = {
             "sigma_sum": sigma_s, "sigma_count": sigma_c, "analytic_calibration": float(analytic),
@@ -238,12 +269,13 @@ class GaussianBDTRegressor(RegressorMixin, _GaussianBDTBase):
     def __init__(self, *, epsilon=1.0, delta=1e-5, n_trees=10, max_depth=4, learning_rate=0.3,
                  clip=1.0, calibration="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None):
+                 label_domain=None, random_state=None, noise_rng=None):
         _init(self, locals())
 
     def _targets(self, y):
         y = np.asarray(y, dtype=np.float64)
-        (lo, hi), _ = resolve_label_domain(self.label_domain, y, private=True)
+        (lo, hi), leaked = resolve_label_domain(self.label_domain, y, private=True)
+        self._label_domain_from_data = leaked
         self.label_domain_ = (lo, hi)
         return scale_labels(y, lo, hi)
 
@@ -257,24 +289,27 @@ class GaussianBDTRegressor(RegressorMixin, _GaussianBDTBase):
 
 class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
     """Gaussian-mechanism BDT binary classifier on labels ``{-1, +1}`` (slides' algorithm
-    with the error-corrected labels of a +-1 coding)."""
+    with the error-corrected labels of a +-1 coding). ``classes``: the public label set
+    (exactly two labels); ``classes_`` is it whatever labels the training fold holds."""
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, n_trees=10, max_depth=4, learning_rate=0.3,
                  clip=1.0, calibration="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 random_state=None):
+                 classes=None, random_state=None, noise_rng=None):
         _init(self, locals())
 
     def _targets(self, y):
-        self.classes_ = binary_classes(y)
+        self._classes_from_data = self.classes is None
+        self.classes_ = binary_classes(y, self.classes)
         return pm1_targets(y, self.classes_)
 
     def decision_function(self, X) -> np.ndarray:
         return self._raw(X)
 
     def predict_proba(self, X) -> np.ndarray:
-        p1 = np.clip((1.0 + self._raw(X)) / 2.0, 0.0, 1.0)
-        return np.column_stack([1.0 - p1, p1])
+        """``p = clip((1 + F) / 2, 0, 1)``: F estimates ``E[y]`` for ``y = +-1`` (leaves are
+        mean clipped residuals), so ``E[y] = 2p - 1``; columns in ``classes_`` order."""
+        return proba_from_pm1_score(self._raw(X))
 
     def _label(self, F):
         return labels_from_score(self.classes_, F)

@@ -17,11 +17,53 @@ import scipy.sparse as sp
 
 from dpexp.privacy.public import DataDependentDomainWarning
 from dpexp.trees.binning import BinMapper, fit_bin_mapper
-from dpexp.trees.histogram import apply_csr, apply_dense, apply_dense_serial, use_parallel
+from dpexp.trees.parallel import use_parallel
+from dpexp.trees.predict import apply_csr, apply_dense, apply_dense_serial
 from dpexp.trees.tree import ArrayTree
 
+__all__ = [
+    "DataDependentDomainWarning",  # re-exported: defined in dpexp.privacy.public
+    "check_reg_lambda",
+    "not_dp_reasons",
+]
 
-__all__ = ["DataDependentDomainWarning"]  # re-exported: defined in dpexp.privacy.public
+#: Why a fit is not DP, keyed by the data-dependent input it fell back on.
+NOT_DP_REASONS = {
+    "classes": "label set (classes_) taken from the private training labels (classes not given)",
+    "label_domain": "label domain taken from the private labels (label_domain not given)",
+    "feature_domain": "candidate splits from the private feature range (feature_domain not given)",
+    "quantile": "candidate splits from quantiles of the private data (binning='quantile')",
+}
+
+
+def check_reg_lambda(reg_lambda) -> float:
+    """``lambda > 0`` as a float, else a ``ValueError`` naming ``reg_lambda``.
+
+    The leaf value ``-G/(H + lambda)`` and the split score ``G^2/(H + lambda)`` (DPBoost
+    Eqs. 3-4, XGBoost-DP Eq. 9) divide by ``H + lambda``; an empty node has ``H = 0``, so
+    ``lambda = 0`` fails (ZeroDivisionError in the compiled kernels) only on some data --
+    a data-dependent crash, which would itself leak. Lemma 2's ``Delta V = g*/(1+lambda)``
+    also assumes the empty-leaf value is defined. Refused up front instead.
+    """
+    try:
+        lam = float(reg_lambda)
+    except (TypeError, ValueError):
+        raise ValueError(f"reg_lambda must be a number > 0, got {reg_lambda!r}") from None
+    if not (lam > 0 and np.isfinite(lam)):
+        raise ValueError(
+            f"reg_lambda must be > 0 and finite, got {reg_lambda!r} (an empty node's "
+            "leaf value -G/(H + lambda) divides by lambda alone)"
+        )
+    return lam
+
+
+def not_dp_reasons(*, classes: bool = False, label_domain: bool = False,
+                   feature_domain: bool = False, quantile: bool = False) -> list[str]:
+    """Reasons (for :meth:`Accountant.mark_not_dp`) a fit that read the flagged public
+    input from the private data is not DP, whatever its spends add up to."""
+    flags = {"classes": classes, "label_domain": label_domain,
+             "feature_domain": feature_domain, "quantile": quantile}
+    return [NOT_DP_REASONS[k] for k, on in flags.items() if on]
 
 
 def scale_labels(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -62,7 +104,9 @@ class ScaledScoreRegressorMixin:
 
     def _fit_targets(self, X, y):  # noqa: ARG002 - X kept for subclasses' signatures
         y = np.asarray(y, dtype=np.float64)
-        (lo, hi), _ = resolve_label_domain(self.label_domain, y, private=self._private)
+        (lo, hi), leaked = resolve_label_domain(self.label_domain, y, private=self._private)
+        # True when the scale came from the private labels (not DP): fit marks it
+        self._label_domain_from_data = leaked
         self.label_domain_ = (lo, hi)
         return scale_labels(y, lo, hi)
 
@@ -85,7 +129,12 @@ class ScaledScoreRegressorMixin:
 def make_bin_mapper(
     X, *, binning, feature_domain, categorical_features, n_categories, max_bins, private
 ) -> tuple[BinMapper, bool]:
-    """Bin mapper from the public domain (default) or data quantiles; flags leaks."""
+    """Bin mapper from the public domain (default) or data quantiles.
+
+    Returns ``(mapper, leaked)``: ``leaked`` is True when the candidate splits depend on
+    the private data (``binning="quantile"``, or no ``feature_domain``), which makes the
+    fit not DP (see :func:`not_dp_reasons`).
+    """
     leaked = binning == "quantile"
     if binning == "domain" and feature_domain is None:
         if private:

@@ -43,9 +43,26 @@ Privacy notes (see also the spec captions):
   every three sorted values of the participant's chunk) publishes data-dependent split
   values and is **not** differentially private; the default ``binning="domain"`` uses a
   grid over the public feature domain.
-* The partition of records into participants and rounds uses the training-set size
-  ``n`` (treated as public, like every dataset size in ``datasets.yaml``) to turn
-  ``records_per_participant`` into a share.
+* Participants and rounds are chunks of one :func:`dpexp.privacy.record_partition`
+  (each record draws its chunk independently from the *structure* stream), so adding or
+  removing a record changes one chunk only -- the premise of the parallel composition of
+  Section VI-B. The shares of that partition are public: ``1 / N`` per participant, or
+  ``records_per_participant / n_records`` with ``n_records`` the *declared* size of the
+  training data (the paper's setup, Section VII-B: "20 subsets, each of which has 1,000
+  records", is a design fixed before the data is seen). The private ``n`` never sets a
+  share: when ``records_per_participant`` is given without ``n_records`` the fit falls
+  back on ``n`` with a :class:`DataDependentShareWarning` and is marked not DP
+  (``accountant_.mark_not_dp``): with ``share = rpp / n`` adding one record moves the
+  chunk boundaries, so other records change chunk too (measured by the audit target
+  ``inprivate_share_from_n``, :mod:`dpexp.algorithms.inprivate_audit`).
+* Randomness (:func:`dpexp.privacy.randomness.estimator_streams`): the record partition
+  comes from the structure stream (``random_state``), every mechanism draw -- exponential
+  splits, Laplace leaves, the quality releases -- from the noise stream (``noise_rng``;
+  ``noise_rng=dpexp.privacy.secure_generator()`` for a published model), one child per
+  tree slot.
+* Public input: ``classes`` (the declared label set, classifiers), ``label_domain``
+  (regressors), ``feature_domain`` (``binning="domain"``) and ``n_records``. Any of them
+  missing is read from the private data with a warning and the fit is marked not DP.
 * Noisy leaves: a noisy denominator is floored at ``leaf_denominator_floor`` and the
   coefficient clipped to the range its exact value lies in (post-processing, free).
 """
@@ -55,6 +72,7 @@ from __future__ import annotations
 import math
 import pickle
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,12 +86,15 @@ from dpexp.algorithms.gbdt_common import (
     ScaledScoreRegressorMixin,
     apply_tree,
     make_bin_mapper,
+    not_dp_reasons,
     prepare_predict_matrix,
 )
 from dpexp.algorithms.labels import BinaryScoreClassifierMixin
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism, record_partition
+from dpexp.privacy.public import DataDependentWarning
+from dpexp.privacy.randomness import EstimatorStreams, Rng, estimator_streams, spawn_generators
 from dpexp.trees.binning import MAX_BINS, BinMapper, categorical_thresholds
 from dpexp.trees.grower import LeafContext, SplitContext, grow_tree
 from dpexp.trees.tree import ArrayTree
@@ -191,18 +212,53 @@ def round_shares(n_rounds: int, final_round: str = "rest") -> np.ndarray:
     return shares
 
 
-def participant_share(n: int, n_participants: int, records_per_participant: int | None) -> float:
-    """Expected share of the ``n`` records held by one participant:
-    ``records_per_participant / n``, or ``1 / N`` when that is unset or would not fit."""
-    if records_per_participant is None or n == 0:
-        return 1.0 / n_participants
-    return min(float(records_per_participant) / n, 1.0 / n_participants)
+class DataDependentShareWarning(DataDependentWarning):
+    """``records_per_participant`` was given without ``n_records``: the participants'
+    shares were computed from the private number of training records (not DP)."""
+
+
+#: accountant_.mark_not_dp reason of binning="downsample" (Section V-A's split values).
+DOWNSAMPLE_REASON = (
+    "split values are averages of three sorted private values (binning='downsample', "
+    "Section V-A)"
+)
+
+#: accountant_.mark_not_dp reason of a fit whose shares came from the private n.
+SHARE_FROM_N_REASON = (
+    "participant shares records_per_participant / n from the private number of training "
+    "records (n_records not given)"
+)
+
+
+def participant_share(n_participants: int, records_per_participant: int | None = None,
+                      n_records: int | None = None) -> float:
+    """Share of the training records one participant holds (Section VII-B's subsets).
+
+    ``1 / N`` without ``records_per_participant``; else ``records_per_participant /
+    n_records`` (at most ``1 / N``, so the ``N`` participants fit). Both arguments are
+    public input, fixed before the data is seen: the share must be the same for
+    neighbouring datasets, or adding one record would move other records between chunks
+    and void the parallel composition of Section VI-B.
+    """
+    N = int(n_participants)
+    if N < 1:
+        raise ValueError(f"n_participants must be >= 1, got {n_participants!r}")
+    if records_per_participant is None:
+        return 1.0 / N
+    if n_records is None:
+        raise ValueError("records_per_participant needs n_records (the declared, public number "
+                         "of training records the shares refer to)")
+    if int(n_records) < 1:
+        raise ValueError(f"n_records must be >= 1, got {n_records!r}")
+    return min(float(records_per_participant) / int(n_records), 1.0 / N)
 
 
 def assign_chunks(n: int, n_participants: int, share: float, shares_per_round: np.ndarray,
-                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                  rng: Rng) -> tuple[np.ndarray, np.ndarray]:
     """Participant and round of every record (``-1`` = unused), drawn per record with
-    :func:`dpexp.privacy.record_partition` (one call for all ``N x R`` disjoint chunks)."""
+    :func:`dpexp.privacy.record_partition` (one call for all ``N x R`` disjoint chunks).
+    ``share`` and ``shares_per_round`` are public, and ``rng`` is structure randomness:
+    then a record's chunk does not depend on the other records."""
     R = shares_per_round.size
     props = (share * shares_per_round[None, :]).repeat(n_participants, axis=0).ravel()
     props = props / max(1.0, float(props.sum()) * (1 + 1e-12))
@@ -453,9 +509,10 @@ class ParticipantNode:
     trees of her slots (the ``c_2`` work)."""
 
     def __init__(self, pid: int, X, z: np.ndarray, rounds: np.ndarray, cfg: ProtocolConfig,
-                 slot_seeds: dict[int, np.random.SeedSequence]):
+                 slot_noise: dict[int, Rng]):
         self.pid, self.X, self.z, self.rounds, self.cfg = pid, X, z, rounds, cfg
-        self.slot_seeds = slot_seeds
+        # one noise generator per slot she trains (children of the estimator's noise stream)
+        self.slot_noise = slot_noise
         self.F = np.zeros(z.shape[0])  # accepted ensemble on own records
         self.pending: np.ndarray | None = None  # contribution of the last absorbed tree
         self.n_absorbed = 0
@@ -497,8 +554,7 @@ class ParticipantNode:
             raise RuntimeError(f"participant {self.pid}: slot {slot} before absorbing its predecessors")
         r = cfg.round_of(slot)
         rows = np.flatnonzero(self.rounds == r)
-        q_ss, t_ss = self.slot_seeds[slot].spawn(2)
-        q_rng, t_rng = np.random.default_rng(q_ss), np.random.default_rng(t_ss)
+        q_rng, t_rng = spawn_generators(self.slot_noise[slot], 2)  # quality, tree
         acc = Accountant(epsilon=cfg.epsilon if cfg.private else float("inf"))
         b, sens = cfg.budget, sensitivities(cfg.task, cfg.residual_clip)
         label = f"slot {slot} (participant {self.pid}, round {r})"
@@ -625,6 +681,8 @@ class _InPrivateBase(BaseEstimator):
             raise ValueError(f"n_rounds must be >= 1, got {self.n_rounds!r}")
         if self.records_per_participant is not None and int(self.records_per_participant) < 1:
             raise ValueError("records_per_participant must be >= 1 or None")
+        if self.n_records is not None and int(self.n_records) < 1:
+            raise ValueError(f"n_records must be >= 1 or None, got {self.n_records!r}")
         if int(self.depth) < 1:
             raise ValueError(f"depth must be >= 1 (levels, root included), got {self.depth!r}")
         if not 0.0 < float(self.internal_fraction) < 1.0:
@@ -667,21 +725,38 @@ class _InPrivateBase(BaseEstimator):
         )
         return cfg, leaked
 
-    def _make_nodes(self, X, z, cfg: ProtocolConfig, ss: np.random.SeedSequence):
+    def _declared_size(self, n: int) -> tuple[int | None, bool]:
+        """``(n_records, from_data)``: the declared size the shares refer to, or -- when
+        ``records_per_participant`` is given without it -- the private ``n`` with a
+        :class:`DataDependentShareWarning` (``from_data`` True: the fit is not DP)."""
+        if self.records_per_participant is None or self.n_records is not None:
+            return (None if self.n_records is None else int(self.n_records)), False
+        if self._private:
+            warnings.warn(
+                "records_per_participant given without n_records: the participants' shares "
+                "come from the private number of training records (not differentially "
+                "private); declare n_records (the runner passes the training-set size)",
+                DataDependentShareWarning, stacklevel=3)
+        return n, True
+
+    def _make_nodes(self, X, z, cfg: ProtocolConfig, streams: EstimatorStreams,
+                    n_records: int | None) -> tuple[list[ParticipantNode], float]:
+        """The participants: chunks of a record-stable partition with public shares (from
+        the structure stream), and one noise generator per tree slot (noise stream).
+        Returns the nodes and the expected records per participant."""
         n = X.shape[0]
-        part_ss, slot_ss = ss.spawn(2)
-        share = participant_share(n, cfg.n_participants, self.records_per_participant)
+        share = participant_share(cfg.n_participants, self.records_per_participant, n_records)
         owner, rnd = assign_chunks(n, cfg.n_participants, share,
                                    round_shares(cfg.n_rounds, self.final_round),
-                                   np.random.default_rng(part_ss))
-        seeds = slot_ss.spawn(cfg.n_slots)
+                                   np.random.default_rng(streams.structure))
+        noise = streams.noise_generators(cfg.n_slots)
         nodes = []
         for p in range(cfg.n_participants):
             idx = np.flatnonzero(owner == p)
             nodes.append(ParticipantNode(
                 p, X[idx], z[idx], rnd[idx], cfg,
-                {k: seeds[k] for k in range(p, cfg.n_slots, cfg.n_participants)}))
-        return nodes, share * n
+                {k: noise[k] for k in range(p, cfg.n_slots, cfg.n_participants)}))
+        return nodes, share * (n if n_records is None else n_records)
 
     def fit(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
@@ -690,8 +765,9 @@ class _InPrivateBase(BaseEstimator):
         X = _as_float64(X)
         z = self._fit_targets(X, y)
         cfg, leaked = self._protocol_config(X)
-        ss = np.random.SeedSequence(self.random_state)
-        nodes, expected = self._make_nodes(X, z, cfg, ss)
+        n_records, share_from_n = self._declared_size(X.shape[0])
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        nodes, expected = self._make_nodes(X, z, cfg, streams, n_records)
         t0 = time.perf_counter()
         result = None
         if self.n_jobs in (None, 1):
@@ -710,6 +786,8 @@ class _InPrivateBase(BaseEstimator):
         self.accountant_ = Accountant(epsilon=cfg.epsilon)
         if cfg.private:
             replay_ledgers(self.accountant_, messages)
+            for reason in self._not_dp_reasons(leaked, share_from_n):
+                self.accountant_.mark_not_dp(reason)
         self.messages_ = messages
         self.schedule_result_ = result  # ScheduleResult (timeline, bytes) of a parallel fit
         self.trees_ = accepted_trees(messages)
@@ -727,6 +805,20 @@ class _InPrivateBase(BaseEstimator):
             "seconds_per_tree": elapsed / max(1, len(messages)),
         }
         return self
+
+    def _not_dp_reasons(self, leaked: bool, share_from_n: bool) -> list[str]:
+        """Why this fit is not DP: public input read from the private data (label set,
+        label or feature domain, shares), or the paper's down-sampled split values."""
+        downsample = self.binning == "downsample"
+        reasons = not_dp_reasons(
+            classes=getattr(self, "_classes_from_data", False),
+            label_domain=getattr(self, "_label_domain_from_data", False),
+            feature_domain=leaked and not downsample)
+        if downsample:
+            reasons.append(DOWNSAMPLE_REASON)
+        if share_from_n:
+            reasons.append(SHARE_FROM_N_REASON)
+        return reasons
 
     def _raw(self, X):
         check_is_fitted(self, "trees_")
@@ -755,12 +847,11 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
     _task = "classification"
 
     def predict_proba(self, X) -> np.ndarray:
-        """Eq. (9): ``P_+ = 1 / (1 + exp(-2 f(x)))``."""
+        """Eq. (9): ``P_+ = 1 / (1 + exp(-2 f(x)))``; columns in the order of the declared
+        ``classes_`` (two, whatever the training labels hold)."""
         check_is_fitted(self, "trees_")
         F = self._decision(X)
         p = 1.0 / (1.0 + np.exp(np.clip(-2.0 * F, -700, 700)))
-        if self.classes_.size == 1:
-            return np.ones((F.size, 1))
         return np.column_stack([1.0 - p, p])
 
     def __sklearn_tags__(self):
@@ -787,7 +878,11 @@ _DOC_PARAMS = """
     ----------
     epsilon: budget of every chunk, hence of the whole ensemble (Section VI-B).
     n_participants: N data owners (Fig. 5: 1-20). records_per_participant: expected
-        records per owner (Fig. 6: 100-2,000); None = all records split equally.
+        records per owner (Fig. 6: 100-2,000); None = all records split equally (1/N each).
+    n_records: declared (public) number of training records; each owner holds each record
+        with probability records_per_participant / n_records (at most 1/N). Needed with
+        records_per_participant: without it the private n is used, with a
+        DataDependentShareWarning, and the fit is not DP.
     n_rounds: maximum number of rounds R (Fig. 7); final_round: "rest" (the last round
         uses the remainder) or "half" (strict halving rule).
     depth: levels of a tree, root included (Section VII: 10); d - 1 split levels.
@@ -802,6 +897,13 @@ _DOC_PARAMS = """
         (None: the scale of its Laplace noise, at least 1).
     n_jobs: 1 = in-process; otherwise one worker per participant running ``schedule``
         ("speedup" of Section VI-C or "baseline" of VI-A) on ``backend`` ("loky"|"dask").
+    feature_domain, categorical_features, n_categories, label_domain: the public schema
+        (the runner passes the dataset's); classes (classifiers): the declared label set
+        (two labels; classes_, predict_proba's columns).
+    random_state: structure randomness (the record partition into owners and rounds).
+    noise_rng (private estimators): None = noise derived from random_state (reproducible
+        experiments), or a Generator, e.g. dpexp.privacy.secure_generator() for a model
+        that is published; all mechanism noise comes from it.
 """
 
 
@@ -813,26 +915,28 @@ def _init(self, **kwargs):
 class InPrivateClassifier(_ClassifierPart, _InPrivateBase):
     __doc__ = "InPrivate Digging binary classifier (Sections V-A and VI).\n" + _DOC_PARAMS
 
-    def __init__(self, *, epsilon=1.0, n_participants=10, records_per_participant=None, n_rounds=1,
-                 final_round="rest", depth=10, internal_fraction=0.5, residual_clip=1.0,
-                 learning_rate=1.0, quality_control=False, advance_threshold=None,
-                 quality_fraction=0.1, quality_tolerance=0.0, binning="domain", max_bins=32,
-                 leaf_denominator_floor=None, n_jobs=1, schedule="speedup", backend="loky",
-                 feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None):
+    def __init__(self, *, epsilon=1.0, n_participants=10, records_per_participant=None,
+                 n_records=None, n_rounds=1, final_round="rest", depth=10, internal_fraction=0.5,
+                 residual_clip=1.0, learning_rate=1.0, quality_control=False,
+                 advance_threshold=None, quality_fraction=0.1, quality_tolerance=0.0,
+                 binning="domain", max_bins=32, leaf_denominator_floor=None, n_jobs=1,
+                 schedule="speedup", backend="loky", feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None, classes=None,
+                 random_state=None, noise_rng=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
 
 class InPrivateRegressor(_RegressorPart, _InPrivateBase):
     __doc__ = "InPrivate Digging regressor (Sections V-B and VI).\n" + _DOC_PARAMS
 
-    def __init__(self, *, epsilon=1.0, n_participants=10, records_per_participant=None, n_rounds=1,
-                 final_round="rest", depth=10, internal_fraction=0.5, residual_clip=1.0,
-                 learning_rate=1.0, quality_control=False, advance_threshold=None,
-                 quality_fraction=0.1, quality_tolerance=0.0, binning="domain", max_bins=32,
-                 leaf_denominator_floor=None, n_jobs=1, schedule="speedup", backend="loky",
-                 feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None):
+    def __init__(self, *, epsilon=1.0, n_participants=10, records_per_participant=None,
+                 n_records=None, n_rounds=1, final_round="rest", depth=10, internal_fraction=0.5,
+                 residual_clip=1.0, learning_rate=1.0, quality_control=False,
+                 advance_threshold=None, quality_fraction=0.1, quality_tolerance=0.0,
+                 binning="domain", max_bins=32, leaf_denominator_floor=None, n_jobs=1,
+                 schedule="speedup", backend="loky", feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None,
+                 random_state=None, noise_rng=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
 
@@ -850,20 +954,20 @@ class _NoPrivacy:
 class InPrivateNPClassifier(_NoPrivacy, _ClassifierPart, _InPrivateBase):
     """No-Priv (Fig. 5): the same protocol with greedy splits and exact leaves."""
 
-    def __init__(self, *, n_participants=10, records_per_participant=None, n_rounds=1,
-                 final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
+    def __init__(self, *, n_participants=10, records_per_participant=None, n_records=None,
+                 n_rounds=1, final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
                  quality_control=False, advance_threshold=None, quality_tolerance=0.0,
                  binning="domain", max_bins=32, n_jobs=1, schedule="speedup", backend="loky",
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None):
+                 label_domain=None, classes=None, random_state=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
 
 class InPrivateNPRegressor(_NoPrivacy, _RegressorPart, _InPrivateBase):
     """No-Priv regressor; see :class:`InPrivateNPClassifier`."""
 
-    def __init__(self, *, n_participants=10, records_per_participant=None, n_rounds=1,
-                 final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
+    def __init__(self, *, n_participants=10, records_per_participant=None, n_records=None,
+                 n_rounds=1, final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
                  quality_control=False, advance_threshold=None, quality_tolerance=0.0,
                  binning="domain", max_bins=32, n_jobs=1, schedule="speedup", backend="loky",
                  feature_domain=None, categorical_features=None, n_categories=None,

@@ -18,7 +18,7 @@ from dpexp.algorithms.inprivate import (
 from dpexp.algorithms.inprivate_schedule import durations, eq18_seconds, eq19_seconds
 
 _ESTIMATOR_KEYS = {
-    "records_per_participant", "depth", "binning", "max_bins", "internal_fraction",
+    "records_per_participant", "n_records", "depth", "binning", "max_bins", "internal_fraction",
     "residual_clip", "learning_rate",
 }
 
@@ -31,7 +31,12 @@ def inprivate_schedule_timing(ctx) -> dict[str, float]:
     for the baseline, Eq. 19 for the speed-up, with this run's mean ``c_1``, ``c_2``),
     ``tree_epsilon`` (budget of each tree, default 1; timing does not depend on it),
     ``private`` (default true), ``backend`` (``"loky"``|``"dask"``) and the estimator's
-    ``records_per_participant``, ``depth``, ``binning``, ``max_bins``, ...
+    ``records_per_participant``, ``n_records``, ``depth``, ``binning``, ``max_bins``, ...
+
+    ``n_records`` (the size ``records_per_participant`` is a share of) defaults to the
+    training set's row count, declared public here: the timing experiment releases
+    seconds, not a model (the runner records it as not a DP release), and its training
+    set's size follows from the registered dataset and the spec's ``max_rows``.
     """
     p = dict(ctx.params)
     n = int(p.pop("n_participants", 5))
@@ -49,6 +54,7 @@ def inprivate_schedule_timing(ctx) -> dict[str, float]:
     cls = {("classification", True): InPrivateClassifier, ("regression", True): InPrivateRegressor,
            ("classification", False): InPrivateNPClassifier,
            ("regression", False): InPrivateNPRegressor}[(ds.task, private)]
+    p.setdefault("n_records", int(ctx.X_train.shape[0]))
     kwargs = dict(n_participants=n, n_rounds=1, n_jobs=-1, schedule=schedule, backend=backend,
                   random_state=ctx.random_state, **p)
     if private:

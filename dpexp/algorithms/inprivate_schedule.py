@@ -143,7 +143,8 @@ class _Inboxes:
 
 def warm_up(node: ParticipantNode) -> None:
     """Load the compiled kernels (numba) before the clock starts: grow and apply a
-    non-private tree on a few of the node's rows, touching none of its state or seeds."""
+    non-private tree on a few of the node's rows, touching none of its state or noise
+    generators (a non-private tree draws no noise; its rng argument goes unused)."""
     cfg = dataclasses.replace(node.cfg, private=False)
     X = node.X[: min(8, node.X.shape[0])]
     if X.shape[0] == 0:

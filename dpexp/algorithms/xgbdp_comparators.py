@@ -24,6 +24,12 @@ captions:
   with two Laplace noises (sensitivity 1 each, since ``w <= 1``). Budget of a round
   ``eps / n_trees``: the tree gets ``(d+1)/(d+2)`` of it (its ``d + 1`` layers), the error
   estimate one more layer's share, ``1/(d+2)``, halved between the two sums.
+* Randomness: the forest's per-node feature draws and AdaBoost's resampling come from
+  ``random_state``'s structure stream; the resampling of record ``i`` compares a keyed
+  uniform of the record's id (:func:`dpexp.privacy.partition.keyed_uniform`, one key per
+  round) with ``w_i``, so removing a record changes no other record's inclusion. Every
+  Laplace/exponential draw comes from ``noise_rng``. ``mean_rows_per_round`` (an exact
+  count of the resampled private rows) is a diagnostic, not part of the release.
 * The non-private twins (``np_xgb_tree_rf``, ``np_xgb_tree_adaboost``) run the same
   loops with greedy splits, exact leaves and exact errors.
 """
@@ -42,6 +48,8 @@ from dpexp.algorithms.xgboost_dp import (
     resolve_max_features,
 )
 from dpexp.privacy import laplace_mechanism
+from dpexp.privacy.partition import keyed_uniform
+from dpexp.privacy.randomness import EstimatorStreams
 
 ERR_CLIP = 1e-6
 
@@ -69,7 +77,7 @@ class _ForestPart:
     def _proba1(self, score):
         return np.clip((1.0 + score) / 2.0, 0.0, 1.0)
 
-    def _ensemble(self, data, X, y01, ss, acc):
+    def _ensemble(self, data, X, y01, streams: EstimatorStreams, acc):
         private = self._private
         T, D = int(self.n_trees), int(self.max_depth)
         k = resolve_max_features(self.max_features, X.shape[1])
@@ -77,8 +85,11 @@ class _ForestPart:
         rows = np.arange(data.n_rows)
         eps_t = per_tree_budget(acc.epsilon, T) if private else None
         trees = []
-        for t, s in enumerate(ss.spawn(T)):
-            kw = dict(max_depth=D, eps_tree=eps_t, rng=np.random.default_rng(s),
+        # feature draws: structure (data-independent); noisy counts/splits/leaves: noise
+        structure = [np.random.default_rng(c) for c in streams.structure.spawn(T)]
+        noise = streams.noise_generators(T)
+        for t in range(T):
+            kw = dict(max_depth=D, eps_tree=eps_t, rng=noise[t], structure_rng=structure[t],
                       label=f"tree {t}", reg_lambda=float(self.reg_lambda), max_features=k)
             if private:
                 with acc.sequential(f"tree {t}"):
@@ -105,10 +116,11 @@ class _AdaBoostPart:
     def _proba1(self, score):
         return 1.0 / (1.0 + np.exp(-np.clip(score, -700, 700)))
 
-    def _ensemble(self, data, X, y01, ss, acc):
+    def _ensemble(self, data, X, y01, streams: EstimatorStreams, acc):
         private = self._private
         T, D = int(self.n_trees), int(self.max_depth)
         n = data.n_rows
+        ids = np.arange(n, dtype=np.uint64)
         ypm = 2.0 * y01 - 1.0
         g = -ypm
         logw = np.zeros(n)
@@ -117,12 +129,13 @@ class _AdaBoostPart:
         else:
             eps_tree = eps_err = None
         trees, alphas, kept = [], [], []
-        for t, s in enumerate(ss.spawn(T)):
-            tree_ss, sample_ss, noise_ss = s.spawn(3)
+        sample_rngs = [np.random.default_rng(c) for c in streams.structure.spawn(T)]
+        noise = streams.noise_generators(2 * T)  # per round: the tree, the error sums
+        for t in range(T):
             w = np.exp(logw)
-            rows = np.flatnonzero(np.random.default_rng(sample_ss).random(n) < w)
+            rows = np.flatnonzero(self._resample_uniforms(ids, sample_rngs[t]) < w)
             kept.append(rows.size)
-            kw = dict(max_depth=D, eps_tree=eps_tree, rng=np.random.default_rng(tree_ss),
+            kw = dict(max_depth=D, eps_tree=eps_tree, rng=noise[2 * t],
                       label=f"round {t} tree", reg_lambda=float(self.reg_lambda))
             if private:
                 with acc.sequential(f"round {t}"):
@@ -130,7 +143,8 @@ class _AdaBoostPart:
                         grown = grow_xgbdp_tree(data, g, rows, self.mapper_, accountant=acc,
                                                 min_noisy_count=self.min_noisy_count, **kw)
                     miss = self._miss(grown, data, ypm)
-                    e_sum, w_sum = self._noisy_error_sums(w, miss, eps_err, acc, t, noise_ss)
+                    e_sum, w_sum = self._noisy_error_sums(w, miss, eps_err, acc, t,
+                                                          noise[2 * t + 1])
             else:
                 grown = grow_xgbdp_tree(data, g, rows, self.mapper_, accountant=None,
                                         min_samples_leaf=int(self.min_samples_leaf), **kw)
@@ -140,17 +154,26 @@ class _AdaBoostPart:
             logw += alpha * (miss - 1.0)
             trees.append(grown.tree)
             alphas.append(alpha)
+        # mean_rows_per_round: an exact count of private rows, a diagnostic (not released)
         diag = {"mean_rows_per_round": float(np.mean(kept)), "mean_alpha": float(np.mean(alphas))}
         return trees, alphas, diag
 
     @staticmethod
+    def _resample_uniforms(ids: np.ndarray, rng) -> np.ndarray:
+        """One uniform per record from a keyed hash of its id (key from ``rng``): a record's
+        inclusion never depends on which other records are present."""
+        key = np.frombuffer(rng.bytes(16), dtype=np.uint64)
+        return keyed_uniform(ids, key)
+
+    @staticmethod
     def _miss(grown, data, ypm) -> np.ndarray:
-        h = np.where(grown.tree.value[grown.apply_binned(data), 0] > 0, 1.0, -1.0)
+        values = np.zeros(data.n_rows)
+        grown.add_to_scores(values, 1.0, data)  # each row's leaf value
+        h = np.where(values > 0, 1.0, -1.0)
         return (h != ypm).astype(np.float64)
 
     @staticmethod
-    def _noisy_error_sums(w, miss, eps_err, acc, t, noise_ss) -> tuple[float, float]:
-        rng = np.random.default_rng(noise_ss)
+    def _noisy_error_sums(w, miss, eps_err, acc, t, rng) -> tuple[float, float]:
         with acc.sequential(f"round {t} error"):
             acc.spend(eps_err, what=f"round {t} weighted error sum", mechanism="laplace",
                       sensitivity=1.0)
@@ -173,7 +196,7 @@ class DPRandomForestXGBDPClassifier(_ForestPart, XGBDPEnsembleBase):
     def __init__(self, *, epsilon=1.0, n_trees=5, max_depth=7, max_features="sqrt",
                  reg_lambda=1.0, min_noisy_count="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 random_state=None):
+                 classes=None, random_state=None, noise_rng=None):
         _common_init(self, locals())
 
 
@@ -184,7 +207,8 @@ class NPRandomForestXGBDPClassifier(_ForestPart, XGBDPEnsembleBase):
 
     def __init__(self, *, n_trees=5, max_depth=7, max_features="sqrt", reg_lambda=1.0,
                  min_samples_leaf=1, binning="domain", max_bins=32, feature_domain=None,
-                 categorical_features=None, n_categories=None, random_state=None):
+                 categorical_features=None, n_categories=None, classes=None,
+                 random_state=None):
         _common_init(self, locals())
 
 
@@ -193,7 +217,8 @@ class DPAdaBoostXGBDPClassifier(_AdaBoostPart, XGBDPEnsembleBase):
 
     def __init__(self, *, epsilon=1.0, n_trees=5, max_depth=7, reg_lambda=1.0,
                  min_noisy_count="auto", binning="domain", max_bins=32, feature_domain=None,
-                 categorical_features=None, n_categories=None, random_state=None):
+                 categorical_features=None, n_categories=None, classes=None,
+                 random_state=None, noise_rng=None):
         _common_init(self, locals())
 
 
@@ -204,7 +229,8 @@ class NPAdaBoostXGBDPClassifier(_AdaBoostPart, XGBDPEnsembleBase):
 
     def __init__(self, *, n_trees=5, max_depth=7, reg_lambda=1.0, min_samples_leaf=1,
                  binning="domain", max_bins=32, feature_domain=None,
-                 categorical_features=None, n_categories=None, random_state=None):
+                 categorical_features=None, n_categories=None, classes=None,
+                 random_state=None):
         _common_init(self, locals())
 
 

@@ -48,9 +48,10 @@ Paper version vs the correct version (``variant``)
   importance, select certain features for training": the top ``n_selected_features``
   features by the split-count importance of a *non-private* boosted model fitted on the
   private training data. That selection is a release of the private data with no noise,
-  so the resulting model is **not** differentially private for any finite epsilon; the
-  accountant records only the noisy releases, ``diagnostics_['nonprivate_feature_selection']
-  = 1`` flags the leak. The paper also argues (Section 5.1) that "samples do not overlap
+  so the resulting model is **not** differentially private for any finite epsilon: the fit
+  calls ``accountant_.mark_not_dp`` (the runner writes ``private = false`` and no
+  ``epsilon_spent``), the registry entry carries ``not_dp``, and
+  ``diagnostics_['nonprivate_feature_selection'] = 1`` flags the leak. The paper also argues (Section 5.1) that "samples do not overlap
   so the privacy budget consumed by each tree does not need to be superimposed"; under
   that argument the paper would claim ``eps_a / n`` for the whole model, which is wrong:
   residual boosting reuses every record in every tree. The noise of both variants is the
@@ -62,6 +63,22 @@ Paper version vs the correct version (``variant``)
   ``adult_uci`` dataset does, so no imputation is done here. Step 3 ("encoding non-numeric
   characters") is the dataset's ordinal coding 0..k-1 of the 8 categorical columns; a
   categorical feature is split as ``code <= b`` (one bin per code).
+
+Public input, randomness and what is released
+---------------------------------------------
+``feature_domain``/``categorical_features``/``n_categories`` (the candidate grid) and
+``classes`` (exactly two labels; ``classes_`` is the declared set whatever labels the
+training fold holds) are public input; when missing they are read from the data with a
+``DataDependentWarning`` and the fit is marked not DP (``accountant_.is_dp``), as is
+``binning="quantile"`` and ``variant="paper"``. Structure randomness (the random forest's
+per-node feature draws, AdaBoost's Poisson resampling keys) comes from ``random_state``;
+every Laplace/exponential draw from ``noise_rng`` (``None``: derived from
+``random_state``; :func:`dpexp.privacy.secure_generator` for a published model). Released:
+``trees_`` (splits, noisy leaf values; the shape of a tree shows which noisy counts fell
+below the threshold), ``tree_weights_``, ``feature_importances_`` (split shares of the
+released trees) and predictions. ``diagnostics_`` values that count private rows (e.g.
+AdaBoost's ``mean_rows_per_round``) are diagnostics for the experiments, recorded with
+``metric_kind="diagnostic"``, not part of the DP release.
 
 The non-private reference for the ``no_noise`` row of Table 2 is :class:`NPXGBoostClassifier`
 (``np_xgboost``): the same engine with greedy splits (Eq. 9 gain), exact Newton leaves and
@@ -81,17 +98,27 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.algorithms.dpboost import split_sensitivity
-from dpexp.algorithms.gbdt_common import apply_tree, make_bin_mapper, prepare_predict_matrix
+from dpexp.algorithms.gbdt_common import (
+    apply_tree,
+    check_reg_lambda,
+    make_bin_mapper,
+    not_dp_reasons,
+    prepare_predict_matrix,
+)
 from dpexp.algorithms.labels import binary_classes
 from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.binning import BinMapper, BinnedData
 from dpexp.trees.grower import GrownTree, LeafContext, SplitContext, grow_tree
-from dpexp.trees.histogram import best_splits, split_gains
+from dpexp.trees.split_search import best_splits, split_gains
 from dpexp.trees.tree import ArrayTree
 
 VARIANTS = ("correct", "paper")
+#: Why ``variant="paper"`` is not DP (registry entry and the fit's accountant).
+PAPER_NOT_DP = ("Table 1 step 5 selects features by the importance of a non-private model "
+                "fitted on the private training data (no noise)")
 #: g* of the clipped squared-loss gradients / +-1 labels (|g| <= 1).
 G_STAR = 1.0
 #: "auto" termination: noisy count below this many standard deviations of its noise.
@@ -150,7 +177,7 @@ class NoisyCountSplit:
     eps_half: float | None
     reg_lambda: float
     min_count: float
-    feature_rng: np.random.Generator
+    feature_rng: np.random.Generator | None
     max_features: int | None = None
     feature_mask: np.ndarray | None = None
     min_samples_leaf: int = 1
@@ -281,6 +308,7 @@ def grow_xgbdp_tree(
     rng: np.random.Generator,
     accountant: Accountant | None,
     label: str,
+    structure_rng: np.random.Generator | None = None,
     reg_lambda: float = 1.0,
     min_noisy_count="auto",
     max_features: int | None = None,
@@ -289,15 +317,17 @@ def grow_xgbdp_tree(
 ) -> GrownTree:
     """One XGBoost-DP tree (Section 5.1) on ``rows`` with gradients ``g`` (|g| <= 1).
 
-    ``eps_tree=None`` grows the non-private twin (greedy Eq. 9 splits, Newton leaves,
+    ``rng`` draws every noise (noisy counts, exponential-mechanism splits, noisy leaf
+    sums); ``structure_rng`` the data-independent per-node feature draws of
+    ``max_features`` (required then). ``eps_tree=None`` grows the non-private twin (greedy Eq. 9 splits, Newton leaves,
     nodes with fewer than ``2 min_samples_leaf`` rows stop). Spends go to ``accountant``
     inside the caller's scope; the tree costs ``eps_tree`` when it reaches depth ``d``.
     """
     stats = np.empty((g.shape[0], 2))
     stats[:, 0] = g
     stats[:, 1] = 1.0
-    split_rng, noise_rng = (np.random.default_rng(s) for s in
-                            np.random.SeedSequence(rng.integers(2**63)).spawn(2))
+    if max_features is not None and structure_rng is None:
+        raise ValueError("structure_rng is required with max_features (per-node feature draws)")
     if eps_tree is None:
         eps_half = None
         min_count = float(2 * min_samples_leaf)
@@ -305,12 +335,12 @@ def grow_xgbdp_tree(
         eps_half = per_node_half_budget(eps_tree, max_depth)
         min_count = (auto_min_noisy_count(eps_half) if min_noisy_count == "auto"
                      else float(min_noisy_count))
-    split = NoisyCountSplit(eps_half, float(reg_lambda), min_count, split_rng,
+    split = NoisyCountSplit(eps_half, float(reg_lambda), min_count, structure_rng,
                             max_features=max_features, feature_mask=feature_mask,
                             min_samples_leaf=int(min_samples_leaf))
     leaf = NoisyMeanLeaf(eps_half, float(reg_lambda), split)
     return grow_tree(data, stats, rows, mapper, max_depth=int(max_depth), split_policy=split,
-                     leaf_policy=leaf, rng=noise_rng, accountant=accountant, label=label)
+                     leaf_policy=leaf, rng=rng, accountant=accountant, label=label)
 
 
 def tree_values(tree: ArrayTree, X: np.ndarray) -> np.ndarray:
@@ -333,7 +363,7 @@ def split_counts(trees: list[ArrayTree], n_features: int) -> np.ndarray:
 class XGBDPEnsembleBase(ClassifierMixin, BaseEstimator):
     """Shared fit/predict of the XGBoost-DP family (binary classification, dense input).
 
-    Subclasses implement ``_ensemble(data, y01, ss, acc)`` returning
+    Subclasses implement ``_ensemble(data, X, y01, streams, acc)`` returning
     ``(trees, weights, diagnostics)`` and ``_score_from(values, weights)``; ``predict_proba``
     maps the ensemble score to P(class 1).
     """
@@ -345,19 +375,18 @@ class XGBDPEnsembleBase(ClassifierMixin, BaseEstimator):
             raise ValueError(f"n_trees must be >= 1, got {self.n_trees!r}")
         if int(self.max_depth) < 0:
             raise ValueError(f"max_depth must be >= 0, got {self.max_depth!r}")
-        if not float(self.reg_lambda) > 0:
-            raise ValueError(f"reg_lambda must be > 0, got {self.reg_lambda!r}")
+        check_reg_lambda(self.reg_lambda)
 
     def _budget(self) -> float:
         return check_epsilon(self.epsilon, name="epsilon") if self._private else math.inf
 
     def fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=True)
-        self.classes_ = binary_classes(y)
+        declared = getattr(self, "classes", None)
+        self.classes_ = binary_classes(y, declared)
         self._check_params()
         eps = self._budget()
-        y01 = (y == self.classes_[-1]).astype(np.float64) if self.classes_.size == 2 else \
-            np.zeros(y.shape[0])
+        y01 = (y == self.classes_[-1]).astype(np.float64)
         self.mapper_, leaked = make_bin_mapper(
             X, binning=self.binning, feature_domain=self.feature_domain,
             categorical_features=self.categorical_features, n_categories=self.n_categories,
@@ -366,9 +395,15 @@ class XGBDPEnsembleBase(ClassifierMixin, BaseEstimator):
         data = self.mapper_.transform(X)
         acc = Accountant(epsilon=eps)
         self.accountant_ = acc
-        ss = np.random.SeedSequence(self.random_state)
+        if self._private:
+            quantile = self.binning == "quantile"
+            for reason in not_dp_reasons(classes=declared is None,
+                                         feature_domain=leaked and not quantile,
+                                         quantile=quantile):
+                acc.mark_not_dp(reason)
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
         t0 = time.perf_counter()
-        self.trees_, self.tree_weights_, diag = self._ensemble(data, X, y01, ss, acc)
+        self.trees_, self.tree_weights_, diag = self._ensemble(data, X, y01, streams, acc)
         counts = split_counts(self.trees_, X.shape[1])
         self.feature_importances_ = counts / counts.sum() if counts.sum() > 0 else counts
         diag.update(
@@ -444,18 +479,19 @@ class _BoostingPart:
     def _proba1(self, score):
         return np.clip(score, 0.0, 1.0)
 
-    def _select_features(self, data, X, y01, ss):
+    def _select_features(self, data, X, y01, streams: EstimatorStreams):
         """Table 1 step 5 (paper variant only): the top ``n_selected_features`` features by
         split count of a NON-private boosted model with the same hyperparameters fitted on
         the private training data. No noise: this step is not differentially private."""
-        trees, _, _ = self._boost(data, y01, ss, None, private=False)
+        trees, _, _ = self._boost(data, y01, streams, None, private=False)
         imp = split_counts(trees, X.shape[1])
         k = max(1, min(int(self.n_selected_features), X.shape[1]))
         mask = np.zeros(X.shape[1], dtype=bool)
         mask[np.argsort(-imp, kind="stable")[:k]] = True
         return mask
 
-    def _boost(self, data, y01, ss, acc, *, private: bool, feature_mask=None):
+    def _boost(self, data, y01, streams: EstimatorStreams, acc, *, private: bool,
+               feature_mask=None):
         T, D = int(self.n_trees), int(self.max_depth)
         lr = float(self.learning_rate)
         eps_t = per_tree_budget(acc.epsilon, T) if private else None
@@ -463,7 +499,9 @@ class _BoostingPart:
         F = np.full(n, self._base_score)
         rows = np.arange(n)
         trees = []
-        for t, s in enumerate(ss.spawn(T)):
+        # one noise generator per tree (the greedy twin draws none)
+        noise = streams.noise_generators(T)
+        for t in range(T):
             g = np.clip(F - y01, -G_STAR, G_STAR)
             kw = {"min_noisy_count": self.min_noisy_count} if private else {
                 "min_samples_leaf": int(getattr(self, "min_samples_leaf", 1))}
@@ -471,14 +509,15 @@ class _BoostingPart:
                 with acc.sequential(f"tree {t}"):
                     grown = grow_xgbdp_tree(
                         data, g, rows, self.mapper_, max_depth=D, eps_tree=eps_t,
-                        rng=np.random.default_rng(s), accountant=acc, label=f"tree {t}",
+                        rng=noise[t], accountant=acc, label=f"tree {t}",
                         reg_lambda=float(self.reg_lambda), feature_mask=feature_mask, **kw)
             else:
                 grown = grow_xgbdp_tree(
                     data, g, rows, self.mapper_, max_depth=D, eps_tree=None,
-                    rng=np.random.default_rng(s), accountant=None, label=f"tree {t}",
+                    rng=noise[t], accountant=None, label=f"tree {t}",
                     reg_lambda=float(self.reg_lambda), **kw)
-            F += lr * grown.tree.value[grown.apply_binned(data), 0]
+            # serial walk for small tables (apply_binned always starts the thread pool)
+            grown.add_to_scores(F, lr, data)
             trees.append(grown.tree)
         return trees, [lr] * len(trees), {}
 
@@ -497,7 +536,8 @@ class XGBoostDPClassifier(_BoostingPart, XGBDPEnsembleBase):
     def __init__(self, *, epsilon=1.0, variant="correct", n_trees=5, max_depth=7,
                  learning_rate=0.3, reg_lambda=1.0, min_noisy_count="auto",
                  n_selected_features=10, binning="domain", max_bins=32, feature_domain=None,
-                 categorical_features=None, n_categories=None, random_state=None):
+                 categorical_features=None, n_categories=None, classes=None,
+                 random_state=None, noise_rng=None):
         self.epsilon = epsilon
         self.variant = variant
         self.n_trees = n_trees
@@ -511,18 +551,20 @@ class XGBoostDPClassifier(_BoostingPart, XGBDPEnsembleBase):
         self.feature_domain = feature_domain
         self.categorical_features = categorical_features
         self.n_categories = n_categories
+        self.classes = classes
         self.random_state = random_state
+        self.noise_rng = noise_rng
 
-    def _ensemble(self, data, X, y01, ss, acc):
+    def _ensemble(self, data, X, y01, streams, acc):
         if self.variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
         if not (self.min_noisy_count == "auto" or float(self.min_noisy_count) >= 0):
             raise ValueError(f"min_noisy_count must be 'auto' or >= 0, got {self.min_noisy_count!r}")
-        sel_ss, boost_ss = ss.spawn(2)
         mask = None
         if self.variant == "paper":
-            mask = self._select_features(data, X, y01, sel_ss)
-        trees, w, diag = self._boost(data, y01, boost_ss, acc, private=True, feature_mask=mask)
+            acc.mark_not_dp(PAPER_NOT_DP)
+            mask = self._select_features(data, X, y01, streams)
+        trees, w, diag = self._boost(data, y01, streams, acc, private=True, feature_mask=mask)
         diag.update(
             nonprivate_feature_selection=float(self.variant == "paper"),
             n_features_used=float(X.shape[1] if mask is None else mask.sum()),
@@ -540,7 +582,8 @@ class NPXGBoostClassifier(_BoostingPart, XGBDPEnsembleBase):
 
     def __init__(self, *, n_trees=5, max_depth=7, learning_rate=0.3, reg_lambda=1.0,
                  min_samples_leaf=1, binning="domain", max_bins=32, feature_domain=None,
-                 categorical_features=None, n_categories=None, random_state=None):
+                 categorical_features=None, n_categories=None, classes=None,
+                 random_state=None):
         self.n_trees = n_trees
         self.max_depth = max_depth
         self.learning_rate = learning_rate
@@ -551,10 +594,11 @@ class NPXGBoostClassifier(_BoostingPart, XGBDPEnsembleBase):
         self.feature_domain = feature_domain
         self.categorical_features = categorical_features
         self.n_categories = n_categories
+        self.classes = classes
         self.random_state = random_state
 
-    def _ensemble(self, data, X, y01, ss, acc):
-        return self._boost(data, y01, ss, acc, private=False)
+    def _ensemble(self, data, X, y01, streams, acc):
+        return self._boost(data, y01, streams, acc, private=False)
 
 
 _MOD = "dpexp.algorithms.xgboost_dp"
@@ -573,6 +617,7 @@ ALGORITHMS = [
         description="XGBoost-DP as published: adds Table 1 step 5 feature selection on the "
                     "private data (NOT differentially private; reproduction only).",
         default_params={"variant": "paper"},
+        not_dp=PAPER_NOT_DP,
     ),
     AlgorithmInfo(
         name="np_xgboost", targets={"classification": f"{_MOD}:NPXGBoostClassifier"},

@@ -120,7 +120,8 @@ def fetch_file(
                 f"`dpexp datasets download {info.name}` to fetch it again."
             )
         return target
-    if f.sha256 is not None and target.exists() and sha256_of(target) == f.sha256:
+    stale = _stale_copy_note(target, f.sha256)
+    if f.sha256 is not None and target.exists() and not stale:
         return target
     url, downloader = _source(info, f, mirror)
     if downloader is None:
@@ -151,7 +152,7 @@ def fetch_file(
         if isinstance(exc, DatasetError):
             raise
         raise DatasetError(
-            f"Dataset {info.name!r}: could not download {f.name} from {url} "
+            f"Dataset {info.name!r}: {stale}could not download {f.name} from {url} "
             f"({type(exc).__name__}: {exc}). Check your connection, or set DPEXP_DATA_MIRROR "
             f"to a folder or http(s) URL laid out like the project's shared/datasets, then "
             f"retry `dpexp datasets download {info.name}`."
@@ -167,6 +168,20 @@ def fetch_file(
             stacklevel=2,
         )
     return path
+
+
+def _stale_copy_note(target: Path, expected: str | None) -> str:
+    """A sentence about a cached copy that fails its published checksum ('' if none), so
+    that a failed re-download does not hide why a download was attempted at all."""
+    if expected is None or not target.exists():
+        return ""
+    got = sha256_of(target)
+    if got == expected:
+        return ""
+    return (
+        f"the cached copy {target} failed its sha256 check (expected {expected}, got {got}: "
+        f"truncated or corrupted); fetching a fresh copy failed: "
+    )
 
 
 def fetch_dataset(info: DatasetInfo, *, mirror: str | None = None, progress: bool = True) -> list[Path]:
@@ -188,20 +203,45 @@ def local_only_path(info: DatasetInfo) -> Path:
     return path
 
 
+def file_state(info: DatasetInfo, f: FileInfo) -> dict:
+    """Local state of one registered file, without downloading or copying anything.
+
+    ``status``: ``ok`` (cached, checksum verified), ``missing``, ``checksum mismatch``
+    (cached copy is truncated or corrupted), or ``unverified`` (cached, no checksum known).
+    """
+    path = data_dir() / info.name / f.name
+    expected = f.sha256
+    tofu = path.parent / f".{f.name}.sha256"
+    if expected is None and tofu.exists():
+        expected = tofu.read_text().strip()
+    row = {"file": f.name, "path": str(path), "sha256": f.sha256, "url": f.url, "page": f.page,
+           "mirror_path": f.mirror_path, "status": "missing", "detail": "not in the data directory"}
+    if not path.exists():
+        return row
+    if expected is None:
+        row.update(status="unverified", detail="cached; no checksum known yet")
+        return row
+    got = sha256_of(path)
+    if got == expected:
+        row.update(status="ok", detail="cached, sha256 verified")
+    else:
+        row.update(status="checksum mismatch",
+                   detail=f"cached copy failed its sha256 check (expected {expected}, got {got}): "
+                          f"truncated or corrupted; delete it and run `dpexp datasets download {info.name}`")
+    return row
+
+
 def checksum_status(info: DatasetInfo) -> list[dict]:
-    """Per file: cached path, whether present, and whether its checksum verifies."""
-    rows = []
-    for f in info.files:
-        path = data_dir() / info.name / f.name
-        status = "missing"
-        if path.exists():
-            expected = f.sha256
-            tofu = path.parent / f".{f.name}.sha256"
-            if expected is None and tofu.exists():
-                expected = tofu.read_text().strip()
-            if expected is None:
-                status = "present (no checksum known)"
-            else:
-                status = "ok" if sha256_of(path) == expected else "CHECKSUM MISMATCH"
-        rows.append({"file": f.name, "path": str(path), "status": status, "sha256": f.sha256})
-    return rows
+    """Per file: cached path and whether its checksum verifies (see :func:`file_state`).
+    Reads only the data directory: never downloads or copies."""
+    return [file_state(info, f) for f in info.files]
+
+
+def local_only_state(info: DatasetInfo) -> dict | None:
+    """Where a user-supplied file must go and whether it is there (None if not local-only)."""
+    if info.local_only is None:
+        return None
+    path = data_dir() / info.name / info.local_only["file"]
+    return {"file": info.local_only["file"], "path": str(path),
+            "status": "present" if path.exists() else "missing",
+            "instructions": info.local_only.get("instructions", "").strip()}

@@ -2,8 +2,10 @@
 
 * ``libsvm``: scikit-learn's svmlight loader; sparse stays sparse (CSR) for wide data.
 * ``csv``: UCI-style comma files with pandas; categorical columns become integer codes
-  0..k-1 over the categories of the whole public file (the schema is public: Fletcher &
-  Islam, Section 2).
+  0..k-1. Where the registry declares a column's categories (``options.categories``, from
+  the format's documentation, e.g. the UCI ``.names`` file), the codes follow that list and
+  a value outside it is a :class:`DatasetError`; otherwise the codes run over the values
+  found in the file (a data-derived schema, reported as ``observed``).
 * ``claves``: the Firm-Teacher clave file (16 features + 4 one-hot class columns).
 * ``synthetic``: scikit-learn generators with the papers' parameters, seeded.
 """
@@ -31,6 +33,8 @@ class Parsed:
     categorical: np.ndarray
     X_test: Any = None
     y_test: np.ndarray | None = None
+    #: Declared number of categories per feature (0 where the file's values decide).
+    n_categories: np.ndarray | None = None
 
 
 def parse_libsvm(paths: list[Path], options: dict) -> Parsed:
@@ -79,15 +83,14 @@ def parse_csv(paths: list[Path], options: dict) -> Parsed:
         cat_cols = {c for c in feature_cols if pd.to_numeric(full[c], errors="coerce").isna().any()}
     else:
         cat_cols = set(cat_opt)
+    declared = _declared_categories(options, feature_cols, cat_cols)
     columns = []
     for c in feature_cols:
         if c in cat_cols:
-            cats = sorted(full[c].dropna().unique())
-            codes = pd.Categorical(full[c], categories=cats).codes.astype(np.float64)
-            codes[codes < 0] = np.nan
-            columns.append(codes)
+            columns.append(_category_codes(full[c], declared.get(c), c))
         else:
             columns.append(pd.to_numeric(full[c], errors="coerce").to_numpy(np.float64))
+    n_declared = np.array([len(declared.get(c, ())) for c in feature_cols], dtype=np.int64)
     X = np.column_stack(columns) if columns else np.zeros((len(full), 0))
     raw_y = full[label].str.strip() if full[label].dtype == object else full[label]
     label_map = options.get("label_map")
@@ -98,14 +101,46 @@ def parse_csv(paths: list[Path], options: dict) -> Parsed:
         y = raw_y.map(label_map).to_numpy()
     else:
         y = raw_y.to_numpy()
-    categorical = np.array([c in cat_cols for c in feature_cols])
+    categorical = np.array([c in cat_cols for c in feature_cols], dtype=bool)
     if join == "train_test":
         n_train = len(frames[0])
         return Parsed(
             X=X[:n_train], y=y[:n_train], feature_names=feature_cols, categorical=categorical,
-            X_test=X[n_train:], y_test=y[n_train:],
+            X_test=X[n_train:], y_test=y[n_train:], n_categories=n_declared,
         )
-    return Parsed(X=X, y=y, feature_names=feature_cols, categorical=categorical)
+    return Parsed(X=X, y=y, feature_names=feature_cols, categorical=categorical,
+                  n_categories=n_declared)
+
+
+def _declared_categories(options: dict, feature_cols: list[str], cat_cols: set[str]) -> dict[str, list[str]]:
+    """``options.categories``: {column: [value, ...]} for categorical columns only."""
+    declared = options.get("categories") or {}
+    if not isinstance(declared, dict):
+        raise DatasetError("option 'categories' must map column names to lists of values")
+    for col, values in declared.items():
+        if col not in feature_cols or col not in cat_cols:
+            raise DatasetError(f"option 'categories' names {col!r}, which is not a categorical feature column")
+        if not isinstance(values, list) or len({str(v) for v in values}) != len(values) or not values:
+            raise DatasetError(f"option 'categories' of {col!r} must be a non-empty list of distinct values")
+    return {c: [str(v) for v in vals] for c, vals in declared.items()}
+
+
+def _category_codes(column: pd.Series, declared: list[str] | None, name: str) -> np.ndarray:
+    """Integer codes (NaN for missing): over the declared list, or over the file's values."""
+    values = column.dropna()
+    if declared is None:
+        cats = sorted(values.unique())
+    else:
+        unknown = sorted(set(values.unique()) - set(declared))
+        if unknown:
+            raise DatasetError(
+                f"column {name!r} has value(s) {unknown[:5]} outside the categories declared "
+                f"in the registry ({declared}); the file or the declaration is wrong"
+            )
+        cats = declared
+    codes = pd.Categorical(column, categories=cats).codes.astype(np.float64)
+    codes[codes < 0] = np.nan
+    return codes
 
 
 def parse_claves(paths: list[Path], options: dict) -> Parsed:  # noqa: ARG001
@@ -153,10 +188,17 @@ def generate_synthetic(options: dict, params: dict, max_rows: int | None) -> Par
     elif gen == "make_regression":
         X, y = skd.make_regression(n_samples=n, random_state=seed, **opts)
     elif gen == "weather_temperature":
-        from dpexp.datasets.weather import CATEGORICAL, FEATURE_NAMES, weather_temperature
+        from dpexp.datasets.weather import (
+            CATEGORICAL,
+            FEATURE_NAMES,
+            N_CATEGORIES,
+            weather_temperature,
+        )
 
         w = weather_temperature(n_samples=n, seed=seed)
-        return Parsed(X=w.X, y=w.y, feature_names=list(FEATURE_NAMES), categorical=CATEGORICAL.copy())
+        # The generator's definition fixes the categories (sun, rain: 0/1), not the draw.
+        return Parsed(X=w.X, y=w.y, feature_names=list(FEATURE_NAMES), categorical=CATEGORICAL.copy(),
+                      n_categories=N_CATEGORIES.copy())
     else:
         raise DatasetError(f"unknown synthetic generator {gen!r}")
     X = X.astype(np.float32)

@@ -16,7 +16,7 @@ PARSERS = ("libsvm", "csv", "claves", "synthetic")
 _ENTRY_KEYS = {
     "description", "task", "papers", "files", "parser", "options", "rows", "features",
     "feature_domain", "label_domain", "local_only", "local_instructions", "paper_rows",
-    "test_rows",
+    "test_rows", "classes",
 }
 _FILE_KEYS = {"name", "url", "sha256", "mirror_path", "page"}
 
@@ -47,10 +47,41 @@ class DatasetInfo:
     label_domain: Any = None
     local_only: dict[str, str] | None = None
     local_instructions: str | None = None
+    classes: tuple[Any, ...] | None = None
 
     @property
     def downloadable(self) -> bool:
         return bool(self.files) and self.local_only is None
+
+    def domain_declaration(self) -> dict[str, str]:
+        """What the registry declares about the public domain, before any file is read."""
+        spec, out = self.feature_domain, {}
+        cats = sorted(self.options.get("categories") or {})
+        if isinstance(spec, dict) and "declared" in spec:
+            d = spec["declared"]
+            out["features"] = f"declared: every feature in [{d['low']}, {d['high']}]" + (
+                " (binary)" if d.get("binary") else "")
+        elif isinstance(spec, dict) and isinstance(spec.get("declared_columns"), list):
+            out["features"] = "declared: one [low, high] per feature"
+        else:
+            named = list(spec["declared_columns"]) if isinstance(spec, dict) else []
+            declared = [*named, *(f"{c} (categories)" for c in cats)]
+            listed = ", ".join(declared) if len(declared) <= 10 else (
+                f"{len(declared)} features ({', '.join(declared[:5])}, ...)")
+            out["features"] = (
+                (f"declared for {listed}; other features " if declared else "")
+                + "observed (not DP: domain from data)"
+            )
+            if not named and cats and len(cats) == (self.features or -1):
+                out["features"] = "declared: every feature is categorical with documented categories"
+        if self.task == "classification":
+            out["classes"] = "declared: " + ", ".join(str(c) for c in self.classes or ())
+        elif isinstance(self.label_domain, dict):
+            d = self.label_domain["declared"]
+            out["label"] = f"declared: [{d['low']}, {d['high']}]"
+        else:
+            out["label"] = "observed (not DP: label range from data)"
+        return out
 
 
 def _require(entry: dict, key: str, where: str):
@@ -103,6 +134,9 @@ def parse_registry(raw: Any, source: str = "datasets.yaml") -> dict[str, Dataset
             v = entry.get(key)
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise SpecError(f"{where}: key {key!r} must be a positive integer.")
+        classes = _check_classes(entry.get("classes"), task, where)
+        _check_feature_domain(entry.get("feature_domain", "observed"), where)
+        _check_label_domain(entry.get("label_domain"), task, where)
         out[name] = DatasetInfo(
             name=name,
             description=str(entry.get("description", "")).strip(),
@@ -119,8 +153,69 @@ def parse_registry(raw: Any, source: str = "datasets.yaml") -> dict[str, Dataset
             label_domain=entry.get("label_domain"),
             local_only=entry.get("local_only"),
             local_instructions=entry.get("local_instructions"),
+            classes=classes,
         )
     return out
+
+
+def _check_classes(value: Any, task: str, where: str) -> tuple[Any, ...] | None:
+    """The public label set of a classification dataset: required, a list of >= 2
+    distinct labels as they appear in the file (after ``label_map``)."""
+    if task == "regression":
+        if value is not None:
+            raise SpecError(f"{where}: key 'classes' is for classification datasets only.")
+        return None
+    if not isinstance(value, list) or len(value) < 2:
+        raise SpecError(
+            f"{where}: key 'classes' must list the public label set (>= 2 labels); it is "
+            f"declared, not read from the data, so that the release does not depend on it."
+        )
+    if len({str(v) for v in value}) != len(value):
+        raise SpecError(f"{where}: key 'classes' has duplicate labels: {value}.")
+    return tuple(value)
+
+
+def _check_bounds(pair: Any, where: str) -> None:
+    ok = isinstance(pair, list | tuple) and len(pair) == 2 and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in pair)
+    if not ok or pair[0] > pair[1]:
+        raise SpecError(f"{where}: expected [low, high] with low <= high, got {pair!r}.")
+
+
+def _check_feature_domain(spec: Any, where: str) -> None:
+    """``observed`` | ``{declared: {low, high[, binary]}}`` | ``{declared_columns: [[l, h], ...]}``
+    | ``{declared_columns: {feature: [l, h], ...}}`` (features not named: observed)."""
+    key = f"{where}: key 'feature_domain'"
+    if spec == "observed":
+        return
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise SpecError(f"{key} must be 'observed', {{declared: ...}} or {{declared_columns: ...}}.")
+    if "declared" in spec:
+        d = spec["declared"]
+        if not isinstance(d, dict) or not {"low", "high"} <= set(d) or set(d) - {"low", "high", "binary"}:
+            raise SpecError(f"{key}: 'declared' needs exactly low, high (and optionally binary).")
+        _check_bounds([d["low"], d["high"]], f"{key}.declared")
+    elif "declared_columns" in spec:
+        cols = spec["declared_columns"]
+        pairs = cols.items() if isinstance(cols, dict) else enumerate(cols or [])
+        if not isinstance(cols, dict | list) or not cols:
+            raise SpecError(f"{key}: 'declared_columns' must be a list or a mapping of [low, high].")
+        for col, pair in pairs:
+            _check_bounds(pair, f"{key}.declared_columns[{col!r}]")
+    else:
+        raise SpecError(f"{key}: unknown form {sorted(spec)}; use declared or declared_columns.")
+
+
+def _check_label_domain(spec: Any, task: str, where: str) -> None:
+    key = f"{where}: key 'label_domain'"
+    if spec is None or spec == "observed":
+        return
+    if task != "regression":
+        raise SpecError(f"{key} is for regression datasets only.")
+    if not isinstance(spec, dict) or "declared" not in spec or not isinstance(spec["declared"], dict):
+        raise SpecError(f"{key} must be 'observed' or {{declared: {{low: L, high: H}}}}.")
+    d = spec["declared"]
+    _check_bounds([d.get("low"), d.get("high")], f"{key}.declared")
 
 
 def load_registry(path: Path | None = None) -> dict[str, DatasetInfo]:

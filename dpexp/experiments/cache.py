@@ -1,5 +1,11 @@
 """On-disk cache of finished cells: one JSON file per cell, written atomically.
 
+Layout: ``RESULTS/cache/EXP/SCALE/seed-S/<digest>.json`` (the cell's rows), and its
+privacy ledger beside it in ``seed-S/ledgers/<digest>.json``, written first so that the
+cell file is the commit marker. Keeping ledgers out of the cell files keeps reading
+thousands of cells (``dpexp results``/``render``) fast: a forest's ledger can be far
+larger than its rows.
+
 A cell file is written to a temporary name in the same directory, flushed and fsynced,
 then renamed over its final name (``os.replace`` is atomic on POSIX), so a run killed at
 any moment (even with SIGKILL) leaves either the complete file or none: resuming skips
@@ -22,8 +28,21 @@ def cache_dir(results_dir: Path, experiment: str, scale: str) -> Path:
     return Path(results_dir) / "cache" / experiment / scale
 
 
+def seed_dir(results_dir: Path, experiment: str, scale: str, seed: int) -> Path:
+    return cache_dir(results_dir, experiment, scale) / f"seed-{int(seed)}"
+
+
 def cell_path(results_dir: Path, cell: Cell) -> Path:
-    return cache_dir(results_dir, cell.experiment, cell.scale) / f"{cell.digest}.json"
+    return seed_dir(results_dir, cell.experiment, cell.scale, cell.seed) / f"{cell.digest}.json"
+
+
+def ledger_path(results_dir: Path, cell: Cell) -> Path:
+    return seed_dir(results_dir, cell.experiment, cell.scale, cell.seed) / "ledgers" / f"{cell.digest}.json"
+
+
+def cell_files(results_dir: Path, experiment: str, scale: str) -> list[Path]:
+    """Every cached cell file of ``experiment`` at ``scale`` (all seeds, every override)."""
+    return sorted(cache_dir(results_dir, experiment, scale).glob("seed-*/*.json"))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -45,9 +64,23 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def write_cell(results_dir: Path, cell: Cell, payload: dict[str, Any]) -> Path:
+    """Write the ledger (if any), then the cell file: a cell on disk has its ledger."""
+    payload = dict(payload)
+    ledger = payload.pop("ledger", None)
+    if ledger is not None:
+        atomic_write_text(ledger_path(results_dir, cell),
+                          json.dumps({"key": cell.key, "ledger": ledger}, default=str))
     path = cell_path(results_dir, cell)
     atomic_write_text(path, json.dumps({"key": cell.key, **payload}, default=str))
     return path
+
+
+def read_ledger(results_dir: Path, cell: Cell) -> list[dict] | None:
+    try:
+        data = json.loads(ledger_path(results_dir, cell).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return data.get("ledger") if data.get("key") == cell.key else None
 
 
 def read_cell(results_dir: Path, cell: Cell) -> dict[str, Any] | None:
@@ -73,7 +106,7 @@ def cached_experiments(results_dir: Path) -> dict[str, list[str]]:
     if not root.exists():
         return out
     for exp in sorted(p for p in root.iterdir() if p.is_dir()):
-        scales = [s.name for s in sorted(exp.iterdir()) if s.is_dir() and any(s.glob("*.json"))]
+        scales = [s.name for s in sorted(exp.iterdir()) if s.is_dir() and any(s.glob("seed-*/*.json"))]
         if scales:
             out[exp.name] = scales
     return out

@@ -1,7 +1,8 @@
 """Grid expansion: a spec at a scale -> the list of result cells.
 
-A cell is (experiment, scale, dataset (+params), algorithm (+params), epsilon, fold,
-repeat). Non-private algorithms (and procedures that do not use epsilon) run once per
+A cell is (experiment, scale, run seed, dataset (+params), algorithm (+params), epsilon,
+fold, repeat). The run seed is part of what a cell is: ``--seed 1`` computes (and caches)
+cells of its own instead of reading those of ``--seed 0``. Non-private algorithms (and procedures that do not use epsilon) run once per
 fold with ``epsilon = inf`` instead of once per epsilon.
 """
 
@@ -51,6 +52,7 @@ class Cell:
     fold: int
     repeat: int
     n_folds: int
+    seed: int = 0
 
     @property
     def key(self) -> str:
@@ -65,6 +67,7 @@ class Cell:
                 "epsilon": format_epsilon(self.epsilon),
                 "fold": self.fold,
                 "repeat": self.repeat,
+                "seed": self.seed,
             }
         )
 
@@ -79,7 +82,7 @@ class Cell:
             "dataset_label": self.dataset.display, "label": self.label,
             "algorithm": self.algorithm, "procedure": self.procedure, "params": self.params,
             "epsilon": format_epsilon(self.epsilon), "fold": self.fold, "repeat": self.repeat,
-            "n_folds": self.n_folds,
+            "n_folds": self.n_folds, "seed": self.seed,
         }
 
 
@@ -99,13 +102,13 @@ def uses_epsilon(algo: AlgorithmRef) -> bool:
         from dpexp.algorithms.registry import get_algorithm
 
         return get_algorithm(algo.name).private
-    from dpexp.experiments.procedures import get_procedure
+    from dpexp.experiments.procedures import get_procedure, procedure_flags
 
-    return bool(getattr(get_procedure(algo.procedure), "uses_epsilon", True))
+    return procedure_flags(get_procedure(algo.procedure)).uses_epsilon
 
 
-def expand(spec: ExperimentSpec, scale: str) -> list[Cell]:
-    """All cells of ``spec`` (already resolved at ``scale``)."""
+def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
+    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``."""
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
     cells = []
     for ds in spec.datasets:
@@ -120,7 +123,7 @@ def expand(spec: ExperimentSpec, scale: str) -> list[Cell]:
                                     experiment=spec.id, scale=scale, dataset=ds,
                                     label=algo.label, algorithm=algo.name,
                                     procedure=algo.procedure, params=params, epsilon=eps,
-                                    fold=fold, repeat=rep, n_folds=n_folds,
+                                    fold=fold, repeat=rep, n_folds=n_folds, seed=seed,
                                 )
                             )
     return cells

@@ -3,6 +3,11 @@
 ``step`` is the number of trees for the staged (convergence) metrics of DPBoost Fig. 3.
 F1 uses the least frequent class (in the training labels) as the positive class, as
 Fletcher & Islam do (Section 5.2).
+
+Classification metrics work on the dataset's declared classes (public input,
+``Dataset.public_metadata()["classes"]``), so a test fold with a class the training fold
+lacks (nursery's 2-row class) is scored instead of crashing: the estimator's probability
+of a class it does not know is 0.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ class Evaluation:
     X_test: Any
     y_test: np.ndarray
     y_train: np.ndarray
+    #: The declared (public) label set; None: the estimator's ``classes_``.
+    classes: np.ndarray | None = None
     _cache: dict = field(default_factory=dict)
 
     def predict(self) -> np.ndarray:
@@ -35,6 +42,29 @@ class Evaluation:
                 raise ValueError(f"{type(self.estimator).__name__} has no predict_proba (needed for AUC)")
             self._cache["proba"] = np.asarray(self.estimator.predict_proba(self.X_test))
         return self._cache["proba"]
+
+    def label_set(self) -> np.ndarray:
+        """The declared classes, else the estimator's (else the probability columns)."""
+        if self.classes is not None:
+            return np.asarray(self.classes)
+        return np.asarray(getattr(self.estimator, "classes_", np.arange(self.proba().shape[1])))
+
+    def proba_on_label_set(self) -> np.ndarray:
+        """predict_proba with one column per declared class (0 for classes the model lacks)."""
+        proba = self.proba()
+        labels = self.label_set()
+        own = np.asarray(getattr(self.estimator, "classes_", labels))
+        if len(own) == len(labels) and np.array_equal(own, labels):
+            return proba
+        if len(own) != proba.shape[1]:
+            raise ValueError(f"{type(self.estimator).__name__}.predict_proba has {proba.shape[1]} "
+                             f"columns but classes_ has {len(own)}")
+        unknown = np.setdiff1d(own, labels)
+        if len(unknown):
+            raise ValueError(f"the estimator predicts labels {unknown.tolist()} outside the declared classes")
+        out = np.zeros((proba.shape[0], len(labels)))
+        out[:, np.searchsorted(labels, own)] = proba
+        return out
 
 
 def accuracy(ev: Evaluation) -> float:
@@ -56,8 +86,8 @@ def mae(ev: Evaluation) -> float:
 def auc(ev: Evaluation) -> float:
     from sklearn.metrics import roc_auc_score
 
-    proba = ev.proba()
-    classes = np.asarray(getattr(ev.estimator, "classes_", np.arange(proba.shape[1])))
+    proba = ev.proba_on_label_set()
+    classes = ev.label_set()
     present = np.unique(ev.y_test)
     if len(present) < 2:
         return float("nan")

@@ -1,9 +1,11 @@
 """Registered procedures: artefacts that are not a fit/predict of an estimator.
 
 A procedure is a function ``f(ctx: CellContext) -> dict[str, float | dict[int, float]]``
-(metric name -> value or {step: value}). Optional function attributes:
-``uses_epsilon`` (default True: run once per epsilon of the grid, else once with
-epsilon = inf) and ``needs_data`` (default True: the dataset is loaded and split).
+(metric name -> value or {step: value}). Optional function attributes, read only through
+:func:`procedure_flags` so every reader agrees: ``uses_epsilon`` (default True: run once
+per epsilon of the grid, else once with epsilon = inf), ``needs_data`` (default True: the
+dataset is loaded; False: ``ctx.dataset`` is None, e.g. formula tables) and
+``needs_split`` (default True: the data is split into train/test folds).
 Modules listed in ``PROCEDURE_MODULES`` export ``PROCEDURES: dict[str, function]``.
 """
 
@@ -39,6 +41,25 @@ class CellContext:
     y_train: Any = None
     X_test: Any = None
     y_test: Any = None
+
+
+@dataclass(frozen=True)
+class ProcedureFlags:
+    """What a procedure needs from the runner (see the module docstring)."""
+
+    uses_epsilon: bool = True
+    needs_data: bool = True
+    needs_split: bool = True
+
+
+def procedure_flags(fn: Callable) -> ProcedureFlags:
+    """The flags of ``fn``; a procedure without data has no split either."""
+    needs_data = bool(getattr(fn, "needs_data", True))
+    return ProcedureFlags(
+        uses_epsilon=bool(getattr(fn, "uses_epsilon", True)),
+        needs_data=needs_data,
+        needs_split=needs_data and bool(getattr(fn, "needs_split", True)),
+    )
 
 
 def all_procedures() -> dict[str, Callable]:

@@ -3,8 +3,10 @@
 Each worker loads the dataset itself (from the local cache or mirror; nothing large is
 shipped per task), fits, evaluates, checks the privacy spend against the promised
 epsilon, and writes the cell's rows atomically before returning. Seeds come from
-``seed_sequence(run_seed, cell.key)``, so results do not depend on ``--jobs``, on the
-backend, or on which cells were already cached.
+``seed_sequence(cell.seed, cell.key)`` (the run seed is part of the cell and its key), so
+results do not depend on ``--jobs``, on the backend, or on which cells were already cached.
+Before timing, each worker fits every (algorithm, dataset) once untimed (``_warm_up``), so
+``fit_seconds`` excludes numba's compilation.
 """
 
 from __future__ import annotations
@@ -27,15 +29,11 @@ from dpexp.errors import BudgetExceededError, DpexpError, SpecError, UnknownName
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.metrics import METRICS, Evaluation
+from dpexp.experiments.schema import DIAGNOSTIC, METRIC, RESULT_COLUMNS
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
 from dpexp.seeding import seed_int, seed_sequence
 
-#: Columns of the tidy results table (one row per cell x metric x step); see README.md.
-RESULT_COLUMNS = [
-    "experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
-    "epsilon_spent", "delta_spent", "fold", "repeat", "seed", "metric", "step", "value",
-    "fit_seconds", "n_train", "n_test", "dpexp_version", "git_revision", "timestamp",
-]
+__all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "run_experiment", "run_cell", "select"]
 
 BACKENDS = ("loky", "threading", "dask")
 
@@ -51,6 +49,8 @@ class RunConfig:
     force: bool = False
     progress: bool = True
     mirror: str | None = None
+    #: Fail (instead of skipping with a note) when an algorithm's optional package is missing.
+    require_optional: bool = False
 
 
 @dataclass
@@ -63,6 +63,8 @@ class RunReport:
     seconds: float
     results: pd.DataFrame = field(repr=False)
     results_path: Path | None = None
+    #: One-line notes on algorithms skipped because an optional package is missing.
+    skipped: list[str] = field(default_factory=list)
 
 
 def git_revision() -> str:
@@ -187,86 +189,213 @@ def _rows_from(values: dict[str, Any]) -> Iterator[tuple[str, int | None, float]
             yield metric, None, float(v)
 
 
-def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[str, str]) -> dict:
-    """Compute one cell and write it to the cache. Returns the cached payload."""
-    from dpexp.algorithms.registry import get_algorithm, make_estimator
-    from dpexp.experiments.procedures import CellContext, get_procedure
+@dataclass
+class _Split:
+    """The data a cell fits and evaluates on (all None for procedures without data)."""
 
-    ss = seed_sequence(cfg.seed, cell.key)
-    random_state = seed_int(ss)
-    max_rows = spec.max_rows(cell.scale)
-    ds = load_for_cell(cell.dataset, max_rows, cfg.seed, cfg.mirror)
-    proc = get_procedure(cell.procedure) if cell.procedure else None
-    needs_split = proc is None or getattr(proc, "needs_split", True)
+    dataset: Any = None
+    X_train: Any = None
+    y_train: Any = None
+    X_test: Any = None
+    y_test: Any = None
+
+    @property
+    def n_train(self) -> int | None:
+        return None if self.X_train is None else int(self.X_train.shape[0])
+
+    @property
+    def n_test(self) -> int | None:
+        return None if self.X_test is None else int(self.X_test.shape[0])
+
+
+@dataclass
+class _Outcome:
+    """What a fit or procedure produced, before it becomes result rows."""
+
+    values: dict[str, Any]
+    fit_seconds: float
+    epsilon_spent: float = float("nan")
+    delta_spent: float = float("nan")
+    private: bool = False
+    not_dp_reason: str = ""
+    diagnostics: frozenset[str] = frozenset()
+    ledger: list[dict] | None = None
+
+
+def _load_split(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, proc) -> _Split:
+    """Step 1: load the cell's dataset (unless a procedure needs none) and split it."""
+    from dpexp.experiments.procedures import ProcedureFlags, procedure_flags
+
+    flags = procedure_flags(proc) if proc is not None else ProcedureFlags()
+    needs_data, needs_split = flags.needs_data, flags.needs_split
+    if not needs_data:
+        return _Split()
+    ds = load_for_cell(cell.dataset, spec.max_rows(cell.scale), cell.seed, cfg.mirror)
     if not needs_split:
-        X_tr = y_tr = X_te = y_te = None
-    elif spec.cv.scheme == "given":
+        return _Split(dataset=ds)
+    if spec.cv.scheme == "given":
         if ds.X_test is None:
             raise SpecError(
                 f"{spec.path.name}: cv.scheme 'given' needs a dataset with a fixed test split; "
                 f"{ds.name!r} has none."
             )
-        X_tr, y_tr, X_te, y_te = ds.X, ds.y, ds.X_test, ds.y_test
-    else:
-        tr, te = split_indices(ds, spec.cv, cell.fold, cell.repeat, cfg.seed)
-        X_tr, y_tr, X_te, y_te = ds.X[tr], ds.y[tr], ds.X[te], ds.y[te]
-    eps_spent = delta_spent = float("nan")
-    ledger = None
+        return _Split(ds, ds.X, ds.y, ds.X_test, ds.y_test)
+    tr, te = split_indices(ds, spec.cv, cell.fold, cell.repeat, cell.seed)
+    return _Split(ds, ds.X[tr], ds.y[tr], ds.X[te], ds.y[te])
+
+
+def _run_procedure(cell: Cell, proc, data: _Split, ss: np.random.SeedSequence) -> _Outcome:
+    from dpexp.experiments.procedures import CellContext
+
+    ctx = CellContext(
+        dataset=data.dataset, params=dict(cell.params), epsilon=cell.epsilon,
+        rng=np.random.default_rng(ss.spawn(1)[0]), random_state=seed_int(ss),
+        X_train=data.X_train, y_train=data.y_train, X_test=data.X_test, y_test=data.y_test,
+    )
     t0 = time.perf_counter()
-    if proc is not None:
-        ctx = CellContext(
-            dataset=ds, params=dict(cell.params), epsilon=cell.epsilon,
-            rng=np.random.default_rng(ss.spawn(1)[0]), random_state=random_state,
-            X_train=X_tr, y_train=y_tr, X_test=X_te, y_test=y_te,
+    values = proc(ctx)
+    # A procedure releases no fitted model through an accountant: not a DP release.
+    return _Outcome(values=values, fit_seconds=time.perf_counter() - t0,
+                    not_dp_reason=f"procedure {cell.procedure}: computed, not a DP release")
+
+
+#: (algorithm, task, dataset key) already fitted once in this worker process.
+_WARMED: set[tuple[str, str, str]] = set()
+#: Rows of the untimed warm-up fit (enough for every row-count-dependent code path of the
+#: histogram kernels to be compiled: the largest parallel threshold is 2**17 rows).
+WARMUP_ROWS = 1 << 17
+
+
+def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
+    """Fit the cell's estimator once, untimed, so fit_seconds excludes numba compilation.
+
+    Once per worker process and (algorithm, task, dataset): numba compiles (or loads from
+    its disk cache) each kernel specialisation on first call, which made the first fold of
+    a timing table (DPBoost Table 2) up to 1000x slower than the others. The warm-up fit
+    uses the first ``WARMUP_ROWS`` training rows and the cell's own parameters; its model
+    is discarded (nothing of it is released or recorded).
+    """
+    from dpexp.algorithms.registry import get_algorithm, make_estimator
+
+    ds = data.dataset
+    key = (cell.algorithm, ds.task, cell.dataset.key)
+    if key in _WARMED:
+        return
+    _WARMED.add(key)
+    m = min(data.n_train or 0, WARMUP_ROWS)
+    info = get_algorithm(cell.algorithm)
+    est = make_estimator(cell.algorithm, ds.task, _cell_params(cell, m),
+                         epsilon=cell.epsilon if info.private else None,
+                         random_state=random_state, public=ds.public_metadata())
+    with contextlib.suppress(Exception):  # the timed fit raises any real error itself
+        est.fit(data.X_train[:m], data.y_train[:m])
+
+
+def _cell_params(cell: Cell, n_train: int) -> dict[str, Any]:
+    """The cell's parameters, plus ``n_records`` = the training-fold size where accepted.
+
+    The fold size is fixed by the experiment's design (the registered row count and the CV
+    scheme), so the runner declares it as public input, e.g. for InPrivate's participant
+    shares (records_per_participant / n_records), instead of letting the estimator read the
+    private number of training records.
+    """
+    from dpexp.algorithms.registry import accepted_params
+
+    params = dict(cell.params)
+    if "n_records" in accepted_params(cell.algorithm) and params.get("n_records") is None:
+        params["n_records"] = int(n_train)
+    return params
+
+
+def _privacy_of(cell: Cell, info, est) -> tuple[float, float, bool, str, list[dict] | None]:
+    """(epsilon_spent, delta_spent, private, not_dp_reason, ledger) of a fitted estimator.
+
+    The budget check runs on every private fit, DP or not; a not-DP fit then reports no
+    epsilon_spent (NaN): what it spent is no privacy guarantee.
+    """
+    if not info.private:
+        return float("inf"), float("inf"), False, "non-private algorithm", None
+    acc = getattr(est, "accountant_", None)
+    if acc is None:
+        raise RuntimeError(f"private algorithm {cell.algorithm!r} exposes no accountant_ after fit")
+    eps_spent = float(acc.epsilon_spent)
+    delta_spent = float(getattr(acc, "delta_spent", 0.0))
+    if eps_spent > cell.epsilon * (1 + 1e-9):
+        raise BudgetExceededError(
+            f"{cell.algorithm} on {cell.dataset.key} spent epsilon {eps_spent} but was "
+            f"given {cell.epsilon}: refusing to record this result."
         )
-        values = proc(ctx)
-        fit_seconds = time.perf_counter() - t0
-    else:
-        info = get_algorithm(cell.algorithm)
-        est = make_estimator(
-            cell.algorithm, ds.task, dict(cell.params),
-            epsilon=cell.epsilon if info.private else None, random_state=random_state,
-            public=ds.public_metadata(),
-        )
-        est.fit(X_tr, y_tr)
-        fit_seconds = time.perf_counter() - t0
-        if info.private:
-            acc = getattr(est, "accountant_", None)
-            if acc is None:
-                raise RuntimeError(f"private algorithm {cell.algorithm!r} exposes no accountant_ after fit")
-            eps_spent = float(acc.epsilon_spent)
-            delta_spent = float(getattr(acc, "delta_spent", 0.0))
-            if eps_spent > cell.epsilon * (1 + 1e-9):
-                raise BudgetExceededError(
-                    f"{cell.algorithm} on {cell.dataset.key} spent epsilon {eps_spent} but was "
-                    f"given {cell.epsilon}: refusing to record this result."
-                )
-            if hasattr(acc, "ledger"):
-                ledger = acc.ledger()
-        else:
-            eps_spent, delta_spent = float("inf"), float("inf")
-        ev = Evaluation(est, X_te, y_te, y_tr)
-        values = {m: METRICS[m](ev) for m in spec.metrics_for(ds.task)}
-        diag = getattr(est, "diagnostics_", None) or {}
-        for k, v in diag.items():
-            values.setdefault(k, v)
-    rows = []
+    ledger = acc.ledger() if hasattr(acc, "ledger") else None
+    reasons = [info.not_dp] if info.not_dp else []
+    reasons += list(getattr(acc, "not_dp_reasons", []) or [])
+    if reasons:
+        return float("nan"), float("nan"), False, "; ".join(reasons), ledger
+    return eps_spent, delta_spent, True, "", ledger
+
+
+def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state: int) -> _Outcome:
+    """Step 2 (estimators): warm up, fit (timed), check the spend, evaluate."""
+    from dpexp.algorithms.registry import get_algorithm, make_estimator
+
+    ds = data.dataset
+    info = get_algorithm(cell.algorithm)
+    _warm_up(cell, data, random_state)
+    est = make_estimator(
+        cell.algorithm, ds.task, _cell_params(cell, data.n_train),
+        epsilon=cell.epsilon if info.private else None, random_state=random_state,
+        public=ds.public_metadata(),
+    )
+    t0 = time.perf_counter()
+    est.fit(data.X_train, data.y_train)
+    fit_seconds = time.perf_counter() - t0
+    eps_spent, delta_spent, private, reason, ledger = _privacy_of(cell, info, est)
+    classes = ds.public_metadata().get("classes") if ds.task == "classification" else None
+    ev = Evaluation(est, data.X_test, data.y_test, data.y_train, classes=classes)
+    values: dict[str, Any] = {m: METRICS[m](ev) for m in spec.metrics_for(ds.task)}
+    diag = getattr(est, "diagnostics_", None) or {}
+    diagnostics = frozenset(k for k in diag if k not in values)
+    for k in diagnostics:
+        values[k] = diag[k]
+    return _Outcome(values, fit_seconds, eps_spent, delta_spent, private, reason, diagnostics, ledger)
+
+
+def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, str]) -> list[dict]:
+    """Step 3: one row per (metric, step), in the results schema (RESULT_COLUMNS)."""
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    for metric, step, value in _rows_from(values):
-        rows.append(
-            {
-                "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
-                "algorithm": cell.algorithm or f"procedure:{cell.procedure}",
-                "label": cell.label, "params": canonical_json(cell.params),
-                "epsilon": cell.epsilon, "epsilon_spent": eps_spent, "delta_spent": delta_spent,
-                "fold": cell.fold, "repeat": cell.repeat, "seed": cfg.seed, "metric": metric,
-                "step": step, "value": value, "fit_seconds": fit_seconds,
-                "n_train": None if X_tr is None else int(X_tr.shape[0]),
-                "n_test": None if X_te is None else int(X_te.shape[0]),
-                **provenance, "timestamp": stamp,
-            }
-        )
-    payload = {"cell": cell.to_dict(), "rows": rows, "ledger": ledger}
+    domain_source = str(getattr(data.dataset, "domain_source", "") or "")
+    return [
+        {
+            "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
+            "algorithm": cell.algorithm or f"procedure:{cell.procedure}",
+            "label": cell.label, "params": canonical_json(cell.params),
+            "epsilon": cell.epsilon, "epsilon_spent": out.epsilon_spent,
+            "delta_spent": out.delta_spent, "private": out.private,
+            "not_dp_reason": out.not_dp_reason, "domain_source": domain_source,
+            "fold": cell.fold, "repeat": cell.repeat, "seed": cell.seed, "metric": metric,
+            "metric_kind": DIAGNOSTIC if metric in out.diagnostics else METRIC,
+            "step": step, "value": value, "fit_seconds": out.fit_seconds,
+            "n_train": data.n_train, "n_test": data.n_test, **provenance, "timestamp": stamp,
+        }
+        for metric, step, value in _rows_from(out.values)
+    ]
+
+
+def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[str, str]) -> dict:
+    """Compute one cell and write it to the cache. Returns the cached payload.
+
+    Steps: load and split the data, fit (or run the procedure) and evaluate, turn the
+    outcome into result rows, write them atomically. Randomness derives from
+    ``seed_sequence(cell.seed, cell.key)`` only.
+    """
+    from dpexp.experiments.procedures import get_procedure
+
+    ss = seed_sequence(cell.seed, cell.key)
+    proc = get_procedure(cell.procedure) if cell.procedure else None
+    data = _load_split(cell, spec, cfg, proc)
+    out = (_run_procedure(cell, proc, data, ss) if proc is not None
+           else _fit_estimator(cell, spec, data, seed_int(ss)))
+    payload = {"cell": cell.to_dict(), "rows": _result_rows(cell, data, out, provenance),
+               "ledger": out.ledger}
     cache.write_cell(cfg.results_dir, cell, payload)
     return payload
 
@@ -333,15 +462,65 @@ def _progress_bar(enabled: bool):
     )
 
 
-def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
-    """Run every missing cell of ``spec`` (already scaled/selected) and collect results."""
-    import joblib
+def check_writable(directory: Path, what: str) -> None:
+    """Fail before any computation when ``directory`` cannot hold outputs (one-line error)."""
+    import os
+    import tempfile
 
-    t0 = time.perf_counter()
-    cells = expand(spec, cfg.scale)
-    todo = [c for c in cells if cfg.force or not cache.has_cell(cfg.results_dir, c)]
-    provenance = {"dpexp_version": dpexp.__version__, "git_revision": git_revision()}
-    # Validate names before starting workers, so typos fail fast and cleanly.
+    directory = Path(directory)
+    for p in (directory, *directory.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise DpexpError(f"{what} {directory} is not usable: {p} is a file, not a directory.")
+            break
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".dpexp-write-check.", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise DpexpError(f"{what} {directory} is not writable ({exc.strerror or exc}).") from None
+
+
+def optional_unavailable(requires: tuple[str, ...]) -> str | None:
+    """The first optional package of ``requires`` that does not import, with why; or None."""
+    import importlib
+
+    for package in requires:
+        try:
+            importlib.import_module(package)
+        except Exception as exc:  # noqa: BLE001 - any import failure makes it unavailable
+            return f"{package} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    return None
+
+
+def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[ExperimentSpec, list[str]]:
+    """Remove algorithms whose optional packages do not import, before computing anything.
+
+    Returns the spec and one note per skipped algorithm; with ``require_optional`` a
+    missing package is an error instead.
+    """
+    from dpexp.algorithms.registry import get_algorithm
+
+    keep, notes = [], []
+    for a in spec.algorithms:
+        info = get_algorithm(a.name) if a.name else None
+        why = optional_unavailable(info.requires) if info and info.requires else None
+        if why is None:
+            keep.append(a)
+            continue
+        msg = (f"{a.label} ({a.name}) needs the optional package {why}; "
+               f"install it with pip install \"dpexp[peers]\" (or pip install {info.requires[0]})")
+        if require_optional:
+            raise DpexpError(f"{spec.id}: {msg}.")
+        notes.append(f"skipped {msg}.")
+    if not keep:
+        raise DpexpError(f"{spec.id}: no algorithm left to run; " + " ".join(notes))
+    return replace(spec, algorithms=keep), notes
+
+
+def validate_names(spec: ExperimentSpec) -> None:
+    """Unknown datasets, algorithms or procedures fail before any worker starts."""
     from dpexp.algorithms.registry import get_algorithm
     from dpexp.datasets.registry import get_dataset_info
     from dpexp.experiments.procedures import get_procedure
@@ -350,13 +529,24 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
         get_dataset_info(ds.name)
     for a in spec.algorithms:
         get_algorithm(a.name) if a.name else get_procedure(a.procedure)
-    # Download each dataset once in the main process (with a progress bar), not per worker.
-    from dpexp.datasets import download
 
-    for ds_name in sorted({c.dataset.name for c in todo}):
-        info = get_dataset_info(ds_name)
-        if info.parser != "synthetic":
-            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress)
+
+def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
+    """Run every missing cell of ``spec`` (already scaled/selected) and collect results.
+
+    Afterwards ``results/EXP/results-SCALE.csv`` holds the union of every cached cell of
+    the experiment at that scale (all seeds and overrides), not only this run's.
+    """
+    import joblib
+
+    t0 = time.perf_counter()
+    check_writable(cfg.results_dir, "results directory")
+    validate_names(spec)
+    spec, skipped = drop_unavailable(spec, cfg.require_optional)
+    cells = expand(spec, cfg.scale, cfg.seed)
+    todo = [c for c in cells if cfg.force or not cache.has_cell(cfg.results_dir, c)]
+    provenance = {"dpexp_version": dpexp.__version__, "git_revision": git_revision()}
+    _download(todo, cfg)
     progress = _progress_bar(cfg.progress)
     with progress, _backend(cfg):
         task = progress.add_task(
@@ -371,17 +561,31 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     frame, missing = collect(spec, cfg.scale, cfg.results_dir, cells=cells)
     if missing:
         raise RuntimeError(f"{len(missing)} cells missing after the run")
-    out = write_results_table(frame, cfg.results_dir, spec.id, cfg.scale)
+    out = write_union_table(spec, cfg.scale, cfg.results_dir)
     return RunReport(spec=spec, scale=cfg.scale, total=len(cells), cached=len(cells) - len(todo),
                      computed=len(todo), seconds=time.perf_counter() - t0, results=frame,
-                     results_path=out)
+                     results_path=out, skipped=skipped)
+
+
+def _download(todo: list[Cell], cfg: RunConfig) -> None:
+    """Download each dataset once in the main process (with a progress bar), not per worker."""
+    from dpexp.datasets import download
+    from dpexp.datasets.registry import get_dataset_info
+
+    for ds_name in sorted({c.dataset.name for c in todo}):
+        info = get_dataset_info(ds_name)
+        if info.parser != "synthetic":
+            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress)
 
 
 def collect(
-    spec: ExperimentSpec, scale: str, results_dir: Path, cells: list[Cell] | None = None
+    spec: ExperimentSpec, scale: str, results_dir: Path, cells: list[Cell] | None = None,
+    seed: int = 0,
 ) -> tuple[pd.DataFrame, list[Cell]]:
-    """All cached rows of the spec's cells at ``scale``, and the cells still missing."""
-    cells = cells if cells is not None else expand(spec, scale)
+    """Cached rows of exactly ``cells`` (default: the spec's grid under ``seed``), and the
+    cells still missing. To read everything cached, use
+    :func:`dpexp.experiments.results.cached_results`."""
+    cells = cells if cells is not None else expand(spec, scale, seed)
     rows, missing = [], []
     for c in cells:
         data = cache.read_cell(results_dir, c)
@@ -393,18 +597,24 @@ def collect(
     return frame, missing
 
 
+def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Path:
+    """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``."""
+    from dpexp.experiments.results import cached_results
+
+    return write_results_table(cached_results(spec, scale, results_dir).frame, results_dir, spec.id, scale)
+
+
 def write_results_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: str) -> Path:
     out = Path(results_dir) / experiment / f"results-{scale}.csv"
     cache.atomic_write_text(out, frame.to_csv(index=False))
     return out
 
 
-def ledger_entries(spec: ExperimentSpec, scale: str, results_dir: Path) -> list[dict]:
+def ledger_entries(spec: ExperimentSpec, scale: str, results_dir: Path, seed: int = 0) -> list[dict]:
+    """The privacy ledgers of the spec's cells under ``seed`` (cells without one are left out)."""
     out = []
-    for c in expand(spec, scale):
-        data = cache.read_cell(results_dir, c)
-        if data and data.get("ledger"):
-            out.append({"cell": data["cell"], "ledger": data["ledger"]})
+    for c in expand(spec, scale, seed):
+        ledger = cache.read_ledger(results_dir, c)
+        if ledger:
+            out.append({"cell": c.to_dict(), "ledger": ledger})
     return out
-
-

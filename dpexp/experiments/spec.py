@@ -6,6 +6,7 @@ Validation errors are :class:`~dpexp.errors.SpecError` naming the file and the k
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,6 @@ from typing import Any
 import yaml
 
 from dpexp.errors import SpecError, UnknownNameError
-from dpexp.paths import experiments_dir
 
 SCALES = ("smoke", "paper")
 _TOP_KEYS = {
@@ -333,13 +333,68 @@ def load_spec_file(path: Path) -> ExperimentSpec:
     return parse_spec(raw, path)
 
 
+@dataclass
+class SpecCatalog:
+    """The loadable specs, and the files that failed to load (stem -> error).
+
+    A broken file breaks only itself: ``dpexp list`` and every other spec still work, and
+    using it (``dpexp run NAME``) reports its error, naming the file.
+    """
+
+    specs: dict[str, ExperimentSpec]
+    errors: dict[str, SpecError]
+
+
+def builtin_experiments_dir() -> Path:
+    """The shipped specs: ``experiments/`` of the project."""
+    from dpexp.paths import project_root
+
+    return project_root() / "experiments"
+
+
+def user_experiments_dir() -> Path | None:
+    """``$DPEXP_EXPERIMENTS_DIR``: specs of your own, added to the built-in ones."""
+    env = os.environ.get("DPEXP_EXPERIMENTS_DIR")
+    return Path(env).expanduser() if env else None
+
+
+def _add_spec(catalog: SpecCatalog, spec: ExperimentSpec, taken: dict[str, str]) -> None:
+    """Add ``spec`` unless its id or an alias is already used (then record the error)."""
+    clash = [n for n in (spec.id, *spec.aliases) if n in taken]
+    if clash:
+        catalog.errors[spec.path.stem] = SpecError(
+            f"{spec.path}: {clash[0]!r} is already used by {taken[clash[0]]}; rename it."
+        )
+        return
+    catalog.specs[spec.id] = spec
+    for n in (spec.id, *spec.aliases):
+        taken[n] = str(spec.path)
+
+
+def load_catalog(directory: Path | None = None) -> SpecCatalog:
+    """Specs of ``directory``, or the built-in ones plus ``$DPEXP_EXPERIMENTS_DIR``'s."""
+    dirs = [directory] if directory else [builtin_experiments_dir(), user_experiments_dir()]
+    catalog = SpecCatalog({}, {})
+    taken: dict[str, str] = {}
+    for d in dirs:
+        if d is None:
+            continue
+        if not d.is_dir():
+            catalog.errors[str(d)] = SpecError(f"DPEXP_EXPERIMENTS_DIR={d} is not a directory.")
+            continue
+        for p in sorted(d.glob("*.yaml")):
+            try:
+                spec = load_spec_file(p)
+            except SpecError as exc:
+                catalog.errors[p.stem] = SpecError(f"{p}: {str(exc).removeprefix(p.name + ': ')}")
+                continue
+            _add_spec(catalog, spec, taken)
+    return catalog
+
+
 def all_specs(directory: Path | None = None) -> dict[str, ExperimentSpec]:
-    directory = directory or experiments_dir()
-    specs = {}
-    for p in sorted(directory.glob("*.yaml")):
-        spec = load_spec_file(p)
-        specs[spec.id] = spec
-    return specs
+    """Every loadable spec by id (see :func:`load_catalog`; broken files are left out)."""
+    return load_catalog(directory).specs
 
 
 def alias_map(specs: dict[str, ExperimentSpec]) -> dict[str, str]:
@@ -352,12 +407,27 @@ def alias_map(specs: dict[str, ExperimentSpec]) -> dict[str, str]:
     return out
 
 
+def _looks_like_path(name: str) -> bool:
+    return name.endswith((".yaml", ".yml")) or "/" in name or os.sep in name
+
+
 def resolve(name: str, directory: Path | None = None) -> ExperimentSpec:
-    """The spec named ``name`` (an id or an alias); suggests close names if unknown."""
-    specs = all_specs(directory)
+    """The spec named ``name``: an id, an alias, or a path to a spec file.
+
+    Suggests close names if unknown; a broken spec file named ``name`` reports its error.
+    """
+    if _looks_like_path(name):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise SpecError(f"spec file {path} does not exist.")
+        return load_spec_file(path)
+    catalog = load_catalog(directory)
+    specs = catalog.specs
     if name in specs:
         return specs[name]
     aliases = alias_map(specs)
     if name in aliases:
         return specs[aliases[name]]
+    if name in catalog.errors:
+        raise catalog.errors[name]
     raise UnknownNameError("experiment", name, [*specs, *aliases])

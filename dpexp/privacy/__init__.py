@@ -1,8 +1,12 @@
 """Privacy core: mechanisms, the budget accountant, record-stable partitions, the audit.
 
 See ``docs/PRIVACY.md`` for the neighbour relation (add/remove one record), the
-sensitivities with their paper citations, composition scopes and the empirical audit.
-The audit (:mod:`dpexp.privacy.audit`) is imported lazily by the CLI, not here.
+sensitivities with their paper citations, composition scopes, public input
+(:mod:`dpexp.privacy.public`), structure vs noise randomness
+(:func:`estimator_streams`; ``noise_rng=secure_generator()`` for a published model) and
+the empirical audit. The audit (:mod:`dpexp.privacy.audit`, ``dpexp audit``) audits the
+registered estimators end to end from the ``dpexp.algorithms.*_audit`` modules; it is
+imported lazily (it imports the estimators), not here.
 """
 
 from dpexp.errors import BudgetExceededError
@@ -18,8 +22,16 @@ from dpexp.privacy.mechanisms import (
     smooth_sensitivity_leaf_2017,
 )
 from dpexp.privacy.partition import record_partition, record_partition_batch
+from dpexp.privacy.public import (
+    DataDependentClassesWarning,
+    DataDependentDomainWarning,
+    DataDependentWarning,
+    public_classes,
+)
 from dpexp.privacy.randomness import (
+    EstimatorStreams,
     SecureGenerator,
+    estimator_streams,
     make_generator,
     secure_generator,
     spawn_generators,
@@ -28,14 +40,20 @@ from dpexp.privacy.randomness import (
 __all__ = [
     "Accountant",
     "BudgetExceededError",
+    "DataDependentClassesWarning",
+    "DataDependentDomainWarning",
+    "DataDependentWarning",
+    "EstimatorStreams",
     "SecureGenerator",
     "analytic_gaussian_sigma",
+    "estimator_streams",
     "exponential_mechanism",
     "gaussian_delta",
     "gaussian_mechanism",
     "gaussian_sigma_classic",
     "laplace_mechanism",
     "make_generator",
+    "public_classes",
     "record_partition",
     "record_partition_batch",
     "report_noisy_max_one_sided",

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from dpexp.errors import BudgetExceededError, check_epsilon
@@ -87,12 +88,33 @@ class Accountant:
     keep_outputs:
         Store values passed to :meth:`record_output` (used by the audit of individual
         ledger entries); off by default so fitting keeps no copies.
+    fixed_outputs:
+        Audit only: ``what -> value`` that :meth:`record_output` hands back *instead of*
+        the value actually drawn, so everything computed after a release sees a fixed
+        earlier output. This is how the ledger-entry audit conditions every entry on
+        fixed earlier releases (adaptive sequential composition needs each mechanism to
+        be private for every fixed value of the earlier outputs).
     """
 
-    def __init__(self, epsilon: float, delta: float = 0.0, *, keep_outputs: bool = False):
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        keep_outputs: bool = False,
+        fixed_outputs: Mapping[str, Any] | None = None,
+    ):
         self.epsilon = check_epsilon(epsilon, name="epsilon", allow_inf=True)
         self.delta = _check_delta_spend(delta)
         self.keep_outputs = keep_outputs
+        if fixed_outputs is not None and not isinstance(fixed_outputs, Mapping):
+            raise TypeError(
+                f"fixed_outputs must be a mapping what -> value, got {type(fixed_outputs).__name__}"
+            )
+        # A read-only copy: the audit hands the same reference to many fits.
+        self.fixed_outputs: Mapping[str, Any] | None = (
+            None if fixed_outputs is None else MappingProxyType(dict(fixed_outputs))
+        )
         self._stack: list[_Scope] = [_Scope(SEQUENTIAL, "")]
         self._entries: list[dict[str, Any]] = []
         self.outputs: dict[str, Any] = {}
@@ -234,10 +256,19 @@ class Accountant:
         self._entries.append(entry)
         return entry["index"]
 
-    def record_output(self, what: str, value: Any) -> None:
-        """Keep the released ``value`` of ledger entry ``what`` (only when ``keep_outputs``)."""
+    def record_output(self, what: str, value: Any) -> Any:
+        """Keep the released ``value`` of ledger entry ``what``; return the value to use.
+
+        The value is kept only when ``keep_outputs``. The return value is ``value``,
+        unless ``fixed_outputs`` holds ``what``: then it is that fixed value, and code
+        after the release must continue with it (``label = acc.record_output(what,
+        label)``), so the audit sees every later release conditioned on it.
+        """
         if self.keep_outputs:
             self.outputs[what] = value
+        if self.fixed_outputs is not None and what in self.fixed_outputs:
+            return self.fixed_outputs[what]
+        return value
 
     # ------------------------------------------------------------------ reporting
     def ledger(self) -> list[dict[str, Any]]:

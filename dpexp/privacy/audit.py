@@ -27,24 +27,36 @@ Method (two stages on independent draws, so the reported bound is a valid test)
 
    The target fails when the bound exceeds the claim. If the mechanism is private, the
    probability of a false alarm is at most alpha per tested release (Bonferroni over the
-   releases of a multi-release target), whatever happened in stage 1.
+   releases of a multi-release target), whatever happened in stage 1. The bound is a
+   *lower* bound: passing does not prove privacy, it only fails to refute it.
 
-Targets (:class:`AuditTarget`) are registered by name:
+Kinds of target (``AuditTarget.kind``, reported in ``dpexp audit --json``)
 
-* the primitive mechanisms and the tiny models in :mod:`dpexp.privacy.audit_targets`
-  (``AUDIT_TARGETS``), including known-unprivate ones (``expected_to_pass=False``, e.g.
-  the 2017 smooth-sensitivity leaf rule): they are reported as "flagged as expected";
-* deliberately broken variants in :mod:`dpexp.privacy.audit_fixtures`
-  (``BROKEN_TARGETS``; ``dpexp audit --broken NAME``), which the audit must flag.
+* ``"end-to-end"``: a *registered estimator* (``AuditTarget.algorithm`` names it in
+  :func:`dpexp.algorithms.registry.all_algorithms`) fitted on tiny neighbouring datasets
+  with its public metadata passed explicitly; the output is everything the fit publishes
+  (fitted attributes + predictions on a fixed probe set). Structure randomness is a fixed
+  public ``random_state`` and the noise comes from ``noise_rng=<child of the audit's
+  rng>``, so the audit is conditional on the public structure, as the privacy proofs are.
+  This is the audit of what users run. Build them with :func:`end_to_end_target`.
+* ``"mechanism"``: one primitive mechanism of :mod:`dpexp.privacy.mechanisms`.
+* ``"demo"``: a mechanism-level stand-in model (:mod:`dpexp.privacy.tiny_forest`), *not*
+  a registered estimator: it shows parallel composition over a record-stable partition.
+* ``"ledger-entry"``: every ledger entry of a fit against its own share of the budget,
+  each conditioned on fixed values of the earlier releases (:func:`ledger_entry_target`).
 
-Registering targets from other modules (DPBoost, Fletcher forest, ...): either call
-``register_audit_target(target)`` at import time of a module listed in
-``AUDIT_TARGET_MODULES`` (append to that list), or -- with no change here -- define a
-module-level ``AUDIT_TARGETS: list[AuditTarget]`` in an algorithm module listed in
-``dpexp.algorithms.registry.ALGORITHM_MODULES``; :func:`audit_targets` collects those
-lazily. Use :func:`ledger_entry_target` to audit every ledger entry of a real
-algorithm on a tiny dataset against its own share of the budget, and
-:func:`end_to_end_target` for a whole tiny model.
+Where targets come from (discovered, never listed by hand)
+
+* :data:`AUDIT_TARGET_MODULES` -- :mod:`dpexp.privacy.audit_targets` (mechanisms, demo)
+  and :mod:`dpexp.privacy.audit_fixtures` (deliberately broken fixtures that test the
+  audit itself) -- register at import with :func:`register_audit_target`;
+* every module ``dpexp.algorithms.*_audit`` (found with :func:`pkgutil.iter_modules`)
+  exports ``AUDIT_TARGETS: list[AuditTarget]`` (the real estimators; known-unprivate
+  variants with ``expected_to_pass=False``) and optionally ``BROKEN_AUDIT_TARGETS`` (the
+  estimator deliberately broken, e.g. a data-derived domain, which the audit must flag).
+
+Entry points: :func:`run_audit` / :func:`run_target` (one target),
+:func:`cli_audit` (what ``dpexp audit`` runs: the only implementation of the command).
 """
 
 from __future__ import annotations
@@ -52,8 +64,9 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import pkgutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -61,16 +74,20 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from dpexp.errors import UnknownNameError, check_epsilon
+from dpexp.errors import DpexpError, UnknownNameError, check_epsilon
 from dpexp.privacy.mechanisms import analytic_gaussian_sigma, check_delta, gaussian_delta
 
 __all__ = [
+    "ALGORITHM_AUDIT_PACKAGE",
     "ALPHA",
     "AUDIT_TARGETS",
     "AUDIT_TARGET_MODULES",
     "BROKEN_TARGETS",
+    "KINDS",
     "AuditResult",
     "AuditTarget",
+    "AuditUsageError",
+    "algorithm_audit_modules",
     "audit_targets",
     "cli_audit",
     "clopper_pearson_lower",
@@ -81,14 +98,37 @@ __all__ = [
     "register_audit_target",
     "run_all",
     "run_audit",
+    "run_target",
+    "target_source",
 ]
 
 ALPHA = 1e-6
+
+#: The kinds of audit target (see the module docstring).
+KINDS = ("mechanism", "demo", "ledger-entry", "end-to-end")
+
+#: The smallest number of draws per dataset and stage the audit accepts.
+MIN_SAMPLES = 100
 
 #: Release functions: ``release(dataset, *, epsilon, delta, rng, size)`` returns ``size``
 #: independent outputs (shape ``(size,)`` or ``(size, k)``), or a dict of such arrays
 #: (one per release of a multi-release target, keyed like ``AuditTarget.claims``).
 Release = Callable[..., Any]
+
+
+class AuditUsageError(DpexpError, ValueError):
+    """Bad input to ``dpexp audit`` (printed by the CLI as one line, exit code 2).
+
+    Also a ``ValueError``, so library callers of :func:`cli_audit` can catch it as one.
+    """
+
+
+def _check_samples(samples: Any, name: str = "samples") -> int:
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer):
+        raise ValueError(f"{name} must be an integer >= {MIN_SAMPLES}, got {samples!r}")
+    if samples < MIN_SAMPLES:
+        raise ValueError(f"{name} must be an integer >= {MIN_SAMPLES}, got {samples!r}")
+    return int(samples)
 
 
 @dataclass(frozen=True)
@@ -100,6 +140,10 @@ class AuditTarget:
     floats) or ``"discrete"`` (non-negative integers, possibly tuples). ``claims`` maps the
     run's (epsilon, delta) to the claimed (epsilon, delta) of each release when
     ``release`` returns a dict (ledger entries audited against their own share).
+    ``kind`` is one of :data:`KINDS`; ``algorithm`` is the registered algorithm an
+    end-to-end target audits (a name of :func:`dpexp.algorithms.registry.all_algorithms`).
+    ``samples`` / ``quick_samples``: draws per dataset and stage of the full audit and of
+    the quick (CI) audit.
     """
 
     name: str
@@ -112,16 +156,44 @@ class AuditTarget:
     output: str = "real"
     gaussian: bool = False
     expected_to_pass: bool = True
-    kind: str = "mechanism"  # "mechanism" | "ledger-entry" | "end-to-end"
+    kind: str = "mechanism"
     samples: int = 1_000_000
     quick_samples: int = 100_000
     claims: Callable[[float, float], dict[str, tuple[float, float]]] | None = None
+    algorithm: str | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         if self.output not in ("real", "discrete"):
             raise ValueError(f"output must be 'real' or 'discrete', got {self.output!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.algorithm is not None and (
+            not isinstance(self.algorithm, str) or not self.algorithm
+        ):
+            raise ValueError(f"algorithm must be None or an algorithm name, got {self.algorithm!r}")
         if not self.pairs:
             raise ValueError("pairs must not be empty")
+        n = len(self.datasets)
+        for pair in self.pairs:
+            if len(pair) != 2 or not all(0 <= i < n for i in pair) or pair[0] == pair[1]:
+                raise ValueError(f"pairs must be pairs of distinct dataset indices < {n}, got {pair!r}")
+        _check_samples(self.samples, "samples")
+        _check_samples(self.quick_samples, "quick_samples")
+
+
+def _json_safe(value: Any) -> Any:
+    """Strict JSON has no infinities: write them as strings, as the Accountant does."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        return str(float(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 @dataclass
@@ -137,6 +209,9 @@ class AuditResult:
     expected_to_pass: bool
     samples: int
     details: dict[str, Any] = field(default_factory=dict)
+    kind: str = "mechanism"
+    algorithm: str | None = None
+    source: str | None = None
 
     @property
     def as_expected(self) -> bool:
@@ -153,15 +228,17 @@ class AuditResult:
         return "FAIL"
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (non-finite numbers as the strings "inf", "-inf", "nan")."""
         d = asdict(self)
         d["outcome"] = self.outcome
         d["as_expected"] = self.as_expected
-        return d
+        return _json_safe(d)
 
     def summary_line(self) -> str:
         delta = f", delta={self.claimed_delta:g}" if self.claimed_delta else ""
+        what = f"[{self.kind}{': ' + self.algorithm if self.algorithm else ''}]"
         return (
-            f"{self.name}: claimed epsilon={self.claimed_epsilon:g}{delta}; "
+            f"{self.name} {what}: claimed epsilon={self.claimed_epsilon:g}{delta}; "
             f"lower bound {self.epsilon_lower_bound:.4f} at confidence {self.confidence:.6f} "
             f"({self.samples} draws per dataset and stage) -> {self.outcome}"
         )
@@ -436,9 +513,7 @@ def run_target(
         check_delta(delta)
     if samples is None:
         samples = target.quick_samples if quick else target.samples
-    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 100:
-        raise ValueError(f"samples must be an integer >= 100, got {samples!r}")
-    samples = int(samples)
+    samples = _check_samples(samples)
     started = time.perf_counter()
     root = np.random.SeedSequence([int(seed), *(ord(c) for c in target.name)])
     ss1, ss2 = root.spawn(2)
@@ -479,7 +554,6 @@ def run_target(
         worst = max(records, key=lambda r: r["epsilon_lower_bound"] - r["claimed_epsilon"])
     passed = all(r["passed"] for r in records)
     details: dict[str, Any] = {
-        "kind": target.kind,
         "description": target.description,
         "alpha": alpha,
         "n_releases": len(records),
@@ -503,6 +577,9 @@ def run_target(
         expected_to_pass=target.expected_to_pass,
         samples=samples,
         details=details,
+        kind=target.kind,
+        algorithm=target.algorithm,
+        source=_SOURCES.get(target.name),
     )
 
 
@@ -510,72 +587,129 @@ def run_target(
 
 AUDIT_TARGETS: dict[str, AuditTarget] = {}
 BROKEN_TARGETS: dict[str, AuditTarget] = {}
+#: target name -> the module that registered it (reported as ``source``).
+_SOURCES: dict[str, str] = {}
 
-#: Modules imported (once) before the registries are read; each registers its targets at
-#: import time with :func:`register_audit_target`. Append yours to add targets.
+#: Modules of :mod:`dpexp.privacy` imported (once) before the registries are read; each
+#: registers its targets at import time with :func:`register_audit_target`.
 AUDIT_TARGET_MODULES: list[str] = [
     "dpexp.privacy.audit_targets",
     "dpexp.privacy.audit_fixtures",
 ]
+
+#: The package whose ``*_audit`` modules are discovered (see :func:`algorithm_audit_modules`).
+ALGORITHM_AUDIT_PACKAGE = "dpexp.algorithms"
+_AUDIT_MODULE_SUFFIX = "_audit"
 _loaded: set[str] = set()
-_algorithms_loaded = False
 
 
 def register_audit_target(
-    target: AuditTarget, *, broken: bool = False, replace: bool = False
+    target: AuditTarget,
+    *,
+    broken: bool = False,
+    replace: bool = False,
+    source: str | None = None,
 ) -> AuditTarget:
     """Register ``target`` (in ``BROKEN_TARGETS`` when ``broken``). Returns it."""
+    if not isinstance(target, AuditTarget):
+        raise TypeError(f"expected an AuditTarget, got {type(target).__name__}")
     registry = BROKEN_TARGETS if broken else AUDIT_TARGETS
     other = AUDIT_TARGETS if broken else BROKEN_TARGETS
     if not replace and (target.name in registry or target.name in other):
         if registry.get(target.name) is target:
             return target
-        raise ValueError(f"audit target {target.name!r} is already registered")
+        where = _SOURCES.get(target.name, "another module")
+        raise ValueError(f"audit target {target.name!r} is already registered (by {where})")
     registry[target.name] = target
+    if source is not None:
+        _SOURCES[target.name] = source
     return target
 
 
+def target_source(name: str) -> str | None:
+    """The module that registered target ``name`` (None if registered by hand)."""
+    return _SOURCES.get(name)
+
+
+def algorithm_audit_modules() -> list[str]:
+    """Every ``dpexp.algorithms.*_audit`` module, found with :func:`pkgutil.iter_modules`."""
+    package = importlib.import_module(ALGORITHM_AUDIT_PACKAGE)
+    return sorted(
+        f"{package.__name__}.{info.name}"
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.name.endswith(_AUDIT_MODULE_SUFFIX) and not info.ispkg
+    )
+
+
+def _import_privacy_module(module_name: str) -> None:
+    """Import a module that registers itself; attribute its new targets to it."""
+    before = set(AUDIT_TARGETS) | set(BROKEN_TARGETS)
+    importlib.import_module(module_name)
+    for name in (set(AUDIT_TARGETS) | set(BROKEN_TARGETS)) - before:
+        _SOURCES.setdefault(name, module_name)
+
+
+def _targets_of(module: Any, attribute: str) -> list[AuditTarget]:
+    targets = getattr(module, attribute, None)
+    if targets is None:
+        return []
+    if isinstance(targets, AuditTarget | str | Mapping) or not isinstance(targets, Sequence):
+        raise TypeError(f"{module.__name__}.{attribute} must be a list of AuditTarget")
+    return list(targets)
+
+
+def _import_algorithm_audit_module(module_name: str) -> None:
+    """Import ``module_name`` and register its ``AUDIT_TARGETS`` / ``BROKEN_AUDIT_TARGETS``.
+
+    An audit module that fails to import is an error, not a skipped module: a silently
+    missing audit is exactly how a privacy break goes unnoticed.
+    """
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ImportError(f"audit module {module_name} failed to import: {exc}") from exc
+    for target in _targets_of(module, "AUDIT_TARGETS"):
+        register_audit_target(target, source=module_name)
+    for target in _targets_of(module, "BROKEN_AUDIT_TARGETS"):
+        register_audit_target(target, broken=True, source=module_name)
+
+
 def _load_modules(include_algorithms: bool) -> None:
-    global _algorithms_loaded
-    for mod in list(AUDIT_TARGET_MODULES):
-        if mod not in _loaded:
-            importlib.import_module(mod)
-            _loaded.add(mod)
-    if include_algorithms and not _algorithms_loaded:
-        _algorithms_loaded = True
-        try:
-            from dpexp.algorithms.registry import ALGORITHM_MODULES
-        except ImportError:  # pragma: no cover - registry not available
-            return
-        for mod in ALGORITHM_MODULES:
-            module = importlib.import_module(mod)
-            for target in getattr(module, "AUDIT_TARGETS", ()) or ():
-                register_audit_target(target)
+    for module_name in AUDIT_TARGET_MODULES:
+        if module_name not in _loaded:
+            _import_privacy_module(module_name)
+            _loaded.add(module_name)
+    if include_algorithms:
+        for module_name in algorithm_audit_modules():
+            if module_name not in _loaded:
+                _import_algorithm_audit_module(module_name)
+                _loaded.add(module_name)
 
 
 def audit_targets(
     *, broken: bool = False, include_algorithms: bool = True
 ) -> dict[str, AuditTarget]:
-    """The registered targets (the broken fixtures when ``broken``)."""
+    """The registered targets (the broken ones when ``broken``).
+
+    ``include_algorithms`` also imports every ``dpexp.algorithms.*_audit`` module (which
+    imports the estimators); without it only the mechanisms and the demo are loaded.
+    """
     _load_modules(include_algorithms)
     return dict(BROKEN_TARGETS if broken else AUDIT_TARGETS)
 
 
 def get_audit_target(name: str, *, broken: bool | None = None) -> AuditTarget:
     """Look a target up by name (both registries when ``broken`` is None)."""
-    _load_modules(include_algorithms=False)
     pools = (
         [AUDIT_TARGETS, BROKEN_TARGETS]
         if broken is None
         else [BROKEN_TARGETS if broken else AUDIT_TARGETS]
     )
-    for pool in pools:
-        if name in pool:
-            return pool[name]
-    _load_modules(include_algorithms=True)
-    for pool in pools:
-        if name in pool:
-            return pool[name]
+    for include_algorithms in (False, True):  # the estimators are imported only if needed
+        _load_modules(include_algorithms)
+        for pool in pools:
+            if name in pool:
+                return pool[name]
     known = [n for pool in pools for n in pool]
     raise UnknownNameError("audit target", name, known)
 
@@ -600,7 +734,7 @@ def run_audit(
 
 
 def run_all(*, quick: bool = False, seed: int = 0, broken: bool = False) -> list[AuditResult]:
-    """Audit every registered target (for ``dpexp audit --all``)."""
+    """Audit every registered target (what ``dpexp audit --all`` computes)."""
     return [run_target(t, seed=seed, quick=quick) for t in audit_targets(broken=broken).values()]
 
 
@@ -618,23 +752,40 @@ def end_to_end_target(
     description: str = "",
     output: str = "discrete",
     expected_to_pass: bool = True,
-    samples: int = 200_000,
-    quick_samples: int = 30_000,
+    samples: int = 20_000,
+    quick_samples: int = 2_000,
+    algorithm: str | None = None,
+    gaussian: bool = False,
 ) -> AuditTarget:
-    """A whole tiny model: ``release`` returns its full output (e.g. all leaf labels)."""
+    """A registered estimator, audited whole: ``release`` returns everything a fit publishes.
+
+    ``release(dataset, *, epsilon, delta, rng, size)`` fits the *real* estimator class
+    ``size`` times (public metadata such as ``classes`` and ``feature_domain`` passed
+    explicitly, a fixed public ``random_state``, ``noise_rng`` a fresh child of ``rng``
+    for each fit) and returns the published attributes and the predictions on a fixed
+    probe set, encoded as ``(size,)`` / ``(size, k)`` integers (``output="discrete"``) or
+    ``(size,)`` floats (``"real"``). ``algorithm`` is the name it audits in
+    :func:`dpexp.algorithms.registry.all_algorithms` (the coverage test requires one
+    end-to-end target per private algorithm). A deterministic leak is caught with ~2,000
+    draws, so ``quick_samples`` (the CI size) stays small; every fit is run
+    ``4 * samples`` times per neighbour pair. ``gaussian=True`` tests an (epsilon, delta)
+    Gaussian release on its whole privacy curve (see the module docstring).
+    """
     return AuditTarget(
         name=name,
-        description=description or f"end-to-end release of {name}",
+        description=description or f"end-to-end release of {algorithm or name}",
         release=release,
         datasets=tuple(datasets),
         pairs=tuple(tuple(p) for p in pairs),  # type: ignore[misc]
         epsilon=epsilon,
         delta=delta,
         output=output,
+        gaussian=gaussian,
         expected_to_pass=expected_to_pass,
         kind="end-to-end",
         samples=samples,
         quick_samples=quick_samples,
+        algorithm=algorithm,
     )
 
 
@@ -651,45 +802,83 @@ def ledger_entry_target(
     samples: int = 20_000,
     quick_samples: int = 3_000,
     public_seed: int = 0,
+    reference_seed: int = 0,
 ) -> AuditTarget:
-    """Audit every ledger entry of a real algorithm against its own share of the budget.
+    """Audit every ledger entry of a fit against its own share, earlier releases held fixed.
 
-    ``fit(dataset, *, epsilon, rng, public_rng)`` runs the algorithm once and returns
-    its :class:`~dpexp.privacy.Accountant`, created with ``keep_outputs=True`` and fed
-    ``acc.record_output(what, value)`` right after each release ``what``. ``public_rng``
-    must drive all *data-independent* randomness (record partition keys, random split
-    choices, ...) and ``rng`` all mechanism noise: the audit re-creates ``public_rng`` from
-    the same fixed seed for every draw and both datasets, so each release is audited
-    conditionally on the public randomness, against its own input -- the way its
-    privacy proof goes. (Unconditioned, the partition would dilute the canary's effect on
-    any one leaf.) The set of ledger entries must not depend on the data (it is public);
-    each entry's output is audited against that entry's epsilon, so a leaf whose noise
-    is halved is caught even when the end-to-end total hides it. Runs ``fit`` once per
-    draw, so keep it tiny.
+    ``fit(dataset, *, epsilon, rng, public_rng, fixed_outputs)`` runs the algorithm once
+    and returns its :class:`~dpexp.privacy.Accountant`, created with
+    ``Accountant(..., keep_outputs=True, fixed_outputs=fixed_outputs)``; every release
+    goes through ``value = acc.record_output(what, value)`` and the algorithm continues
+    with the *returned* value. ``public_rng`` drives all data-independent randomness
+    (record partition keys, random split choices, ...) and ``rng`` all mechanism noise.
+
+    Why the conditioning: sequential composition of adaptive releases (a leaf released
+    after a split chosen on the same data, DPBoost's leaves after its chosen splits) holds
+    when each release is private *for every fixed value of the earlier outputs*. Audited
+    unconditioned, a later release would carry the earlier ones' dependence on the data
+    and be compared with a budget share that does not cover it (a false alarm, or,
+    mixed over several prefixes, a masked leak). So the audit first fits once on
+    ``datasets[0]`` with fixed seeds; the outputs of that *reference* fit are handed to
+    every audited fit as ``fixed_outputs``: each entry's value is drawn afresh, but all
+    code after it sees the reference value. Each entry is then audited, conditionally on
+    the reference outputs before it and on the public randomness (``public_rng`` is
+    re-created from ``public_seed`` for every fit), against its ledger epsilon -- so a
+    leaf whose noise is halved is caught even when the end-to-end total hides it.
+
+    The set of ledger entries must not depend on the data (it is public). The fit runs
+    once per draw, so keep it tiny. This audits the accounting of one fit; the
+    end-to-end audit of the registered estimator (:func:`end_to_end_target`) is what
+    audits what users run.
     """
+    references: dict[float, tuple[dict[str, Any], dict[str, tuple[float, float]]]] = {}
+
+    def reference(eps: float) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+        if eps not in references:
+            acc = fit(
+                datasets[0],
+                epsilon=eps,
+                rng=np.random.default_rng(reference_seed),
+                public_rng=np.random.default_rng(public_seed),
+                fixed_outputs=None,
+            )
+            claims = {e["what"]: (e["epsilon"], e["delta"]) for e in acc.ledger()}
+            if set(acc.outputs) != set(claims):
+                raise ValueError(
+                    f"{name}: the fit must record_output every ledger entry: ledger "
+                    f"{sorted(claims)}, outputs {sorted(acc.outputs)}"
+                )
+            references[eps] = (dict(acc.outputs), claims)
+        return references[eps]
 
     def claims(eps: float, delta: float) -> dict[str, tuple[float, float]]:
-        acc = fit(
-            datasets[0],
-            epsilon=eps,
-            rng=np.random.default_rng(0),
-            public_rng=np.random.default_rng(public_seed),
-        )
-        return {e["what"]: (e["epsilon"], e["delta"]) for e in acc.ledger()}
+        return reference(eps)[1]
 
     def release(
         data: Any, *, epsilon: float, delta: float, rng: np.random.Generator, size: int
     ) -> dict[str, np.ndarray]:
+        fixed = reference(epsilon)[0]
         cols: dict[str, list[Any]] = {}
         for _ in range(size):
-            acc = fit(data, epsilon=epsilon, rng=rng, public_rng=np.random.default_rng(public_seed))
+            acc = fit(
+                data,
+                epsilon=epsilon,
+                rng=rng,
+                public_rng=np.random.default_rng(public_seed),
+                fixed_outputs=fixed,
+            )
+            if acc.fixed_outputs is None or set(acc.fixed_outputs) != set(fixed):
+                raise ValueError(
+                    f"{name}: the fit must create its Accountant with fixed_outputs=fixed_outputs"
+                )
             for what, value in acc.outputs.items():
                 cols.setdefault(what, []).append(value)
         return {k: np.asarray(v) for k, v in cols.items()}
 
     return AuditTarget(
         name=name,
-        description=description or f"each ledger entry of {name} against its own budget share",
+        description=description
+        or f"each ledger entry of {name} against its own budget share, earlier releases fixed",
         release=release,
         datasets=tuple(datasets),
         pairs=tuple(tuple(p) for p in pairs),  # type: ignore[misc]
@@ -703,7 +892,77 @@ def ledger_entry_target(
     )
 
 
-# --------------------------------------------------------------------------- CLI glue
+# --------------------------------------------------------------------------- the command
+
+
+def _select_targets(name: str | None, all_targets: bool, broken: bool) -> list[AuditTarget]:
+    if all_targets == (name is not None):
+        raise AuditUsageError("give either a target NAME or --all.")
+    if all_targets:
+        return list(audit_targets(broken=broken).values())
+    assert name is not None
+    return [get_audit_target(name, broken=True if broken else None)]
+
+
+def _check_cli_inputs(
+    epsilon: float | None, samples: int | None, seed: int, all_targets: bool
+) -> tuple[float | None, int | None]:
+    """Validate the command's numbers; every message names the option."""
+    if epsilon is not None:
+        if all_targets:
+            raise AuditUsageError(
+                "--epsilon applies to one target; with --all every target is audited at "
+                "its own claimed epsilon."
+            )
+        try:
+            epsilon = check_epsilon(epsilon)
+        except ValueError as exc:
+            raise AuditUsageError(f"--epsilon: {exc}.") from None
+    if samples is not None:
+        try:
+            samples = _check_samples(samples)
+        except ValueError as exc:
+            raise AuditUsageError(f"--samples: {exc}.") from None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise AuditUsageError(f"--seed must be an integer >= 0, got {seed!r}.")
+    return epsilon, samples
+
+
+def _exit_code(results: Sequence[AuditResult], all_targets: bool) -> int:
+    """1 when the audit found what it must report, else 0.
+
+    One target: 1 when its bound exceeds the claim (whatever was expected of it: a
+    script asking "is this private?" gets "no"). ``--all``: 1 only on an unexpected
+    outcome (a correct target flagged, or a known-unprivate/broken one not flagged).
+    """
+    if all_targets:
+        return 0 if all(r.as_expected for r in results) else 1
+    return 0 if results[0].passed else 1
+
+
+def _summary(results: Sequence[AuditResult], seconds: float) -> str:
+    unexpected = [r.name for r in results if not r.as_expected]
+    flagged = sum(1 for r in results if not r.passed and r.as_expected)
+    passed = sum(1 for r in results if r.passed and r.as_expected)
+    end_to_end = sum(1 for r in results if r.kind == "end-to-end")
+    tail = f"; UNEXPECTED: {', '.join(unexpected)}" if unexpected else ""
+    return (
+        f"{len(results)} targets ({end_to_end} end-to-end): {passed} passed, {flagged} "
+        f"flagged as expected, {len(unexpected)} unexpected, in {seconds:.1f} s{tail}"
+    )
+
+
+def missing_requirements(target: AuditTarget) -> list[str]:
+    """Optional packages the audited algorithm needs (``AlgorithmInfo.requires``) that
+    are not importable here; such a target cannot run on this machine."""
+    import importlib.util
+
+    if target.algorithm is None:
+        return []
+    from dpexp.algorithms.registry import all_algorithms
+
+    info = all_algorithms().get(target.algorithm)
+    return [r for r in (info.requires if info else ()) if importlib.util.find_spec(r) is None]
 
 
 def cli_audit(
@@ -718,33 +977,46 @@ def cli_audit(
     as_json: bool = False,
     echo: Callable[[str], None] = print,
 ) -> int:
-    """What ``dpexp audit`` does; returns the exit code (0 unless an outcome was unexpected).
+    """``dpexp audit``: the only implementation of the command; returns its exit code.
 
-    ``dpexp audit NAME [--epsilon E] [--samples N] [--json]``, ``dpexp audit --all``,
-    ``dpexp audit --broken NAME`` (or ``--broken --all``). Bad input raises ``ValueError``
-    (parameter named) or :class:`~dpexp.errors.UnknownNameError`; the CLI prints either
-    as one line.
+    ``dpexp audit NAME [--epsilon E] [--samples N] [--seed S] [--quick] [--json]`` audits
+    one target and returns 1 when its lower bound exceeds the claim. ``dpexp audit --all
+    [--quick] [--json]`` audits every registered target (mechanisms, demo, and the
+    end-to-end targets of every ``dpexp.algorithms.*_audit`` module) and returns 1 only on
+    an unexpected outcome; ``--broken`` selects the deliberately broken targets instead.
+    ``--quick`` uses each target's CI size (``quick_samples``), the default its full size.
+    ``--json`` prints one object (NAME) or a list (``--all``) with ``kind``,
+    ``algorithm``, ``claimed_epsilon``, ``epsilon_lower_bound``, ``outcome``, ...
+
+    Bad input raises :class:`AuditUsageError` (a ``DpexpError`` and ``ValueError`` naming
+    the option) or :class:`~dpexp.errors.UnknownNameError`; the CLI prints either as one
+    line and exits 2.
     """
-    if all_targets == (name is not None):
-        raise ValueError("give either a target NAME or --all")
-    if all_targets:
-        targets = list(audit_targets(broken=broken).values())
-    else:
-        assert name is not None
-        targets = [get_audit_target(name, broken=True if broken else None)]
-    results = [
-        run_target(t, epsilon=epsilon, samples=samples, seed=seed, quick=quick) for t in targets
-    ]
+    epsilon, samples = _check_cli_inputs(epsilon, samples, seed, all_targets)
+    targets = _select_targets(name, all_targets, broken)
+    started = time.perf_counter()
+    results = []
+    skipped: list[dict[str, str]] = []
+    for target in targets:
+        missing = missing_requirements(target)
+        if missing:
+            note = f"needs the optional package(s) {', '.join(missing)}"
+            if not all_targets:
+                raise AuditUsageError(f"audit {target.name}: {note}; install them to run it.")
+            skipped.append({"name": target.name, "algorithm": str(target.algorithm),
+                            "outcome": f"skipped ({note})"})
+            if not as_json:
+                echo(f"{target.name}: skipped ({note})")
+            continue
+        result = run_target(target, epsilon=epsilon, samples=samples, seed=int(seed), quick=quick)
+        results.append(result)
+        if not as_json:
+            echo(result.summary_line())
+            echo(f"    event: {result.details.get('event')}  (datasets {result.details.get('pair')})")
     if as_json:
-        echo(
-            json.dumps(
-                [r.to_dict() for r in results] if all_targets else results[0].to_dict(),
-                indent=2,
-                default=str,
-            )
-        )
-    else:
-        for r in results:
-            echo(r.summary_line())
-            echo(f"    event: {r.details.get('event')}  (datasets {r.details.get('pair')})")
-    return 0 if all(r.as_expected for r in results) else 1
+        payload = [r.to_dict() for r in results]
+        echo(json.dumps(payload + skipped if all_targets else payload[0], indent=2, default=str))
+    elif all_targets:
+        echo(_summary(results, time.perf_counter() - started)
+             + (f"; {len(skipped)} skipped for missing optional packages" if skipped else ""))
+    return _exit_code(results, all_targets)

@@ -1,7 +1,10 @@
 """Deliberately BROKEN releases: test fixtures for the audit, never for real use.
 
-Each one claims a privacy level it does not have; the audit must flag all of them.
-Registered in :data:`dpexp.privacy.audit.BROKEN_TARGETS` (``dpexp audit --broken NAME``).
+Each one claims a privacy level it does not have; the audit must flag all of them (they
+test the audit itself: mechanisms, the demo forest and the ledger-entry audit). Registered
+in :data:`dpexp.privacy.audit.BROKEN_TARGETS` (``dpexp audit --broken NAME``). Broken
+variants of the registered estimators live beside their end-to-end targets, in the
+``BROKEN_AUDIT_TARGETS`` of each ``dpexp.algorithms.*_audit`` module.
 """
 
 from __future__ import annotations
@@ -11,12 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpexp.privacy import tiny_forest
-from dpexp.privacy.audit import (
-    AuditTarget,
-    end_to_end_target,
-    ledger_entry_target,
-    register_audit_target,
-)
+from dpexp.privacy.audit import AuditTarget, ledger_entry_target, register_audit_target
 from dpexp.privacy.audit_targets import SUM_DATASETS, SUM_PAIRS, clipped_sum
 from dpexp.privacy.mechanisms import gaussian_sigma_classic
 
@@ -54,11 +52,21 @@ def forest_position_blocks(
 
 
 def fit_forest_leaf_half_noise(
-    data: Any, *, epsilon: float, rng: np.random.Generator, public_rng: np.random.Generator
+    data: Any,
+    *,
+    epsilon: float,
+    rng: np.random.Generator,
+    public_rng: np.random.Generator,
+    fixed_outputs: Any = None,
 ) -> Any:
     """BROKEN: leaf 0 of every tree is released with 2 epsilon but the ledger says epsilon."""
     return tiny_forest.fit_forest(
-        data, epsilon=epsilon, rng=rng, public_rng=public_rng, leaf_epsilon_factor=2.0
+        data,
+        epsilon=epsilon,
+        rng=rng,
+        public_rng=public_rng,
+        fixed_outputs=fixed_outputs,
+        leaf_epsilon_factor=2.0,
     )
 
 
@@ -83,14 +91,18 @@ BROKEN = [
         gaussian=True,
         expected_to_pass=False,
     ),
-    end_to_end_target(
-        "forest_position_blocks",
+    AuditTarget(
+        name="forest_position_blocks",
+        description="BROKEN demo 3-tree forest splitting records by position blocks",
         release=forest_position_blocks,
         datasets=tiny_forest.DATASETS,
-        pairs=[(0, 1)],
+        pairs=((0, 1),),
         epsilon=1.0,
+        output="discrete",
         expected_to_pass=False,
-        description="BROKEN 3-tree forest splitting records by position blocks",
+        kind="demo",
+        samples=200_000,
+        quick_samples=30_000,
     ),
     ledger_entry_target(
         "forest_leaf_half_noise_ledger",

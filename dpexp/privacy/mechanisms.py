@@ -15,6 +15,20 @@ and raises ``ValueError`` naming the bad parameter.
 Selection mechanisms accept utilities of shape ``(k,)`` (returning an ``int``) or
 ``(..., k)`` (returning an int array of shape ``...``, one independent draw per row), and
 an optional ``size`` for ``size`` independent draws from the same utilities.
+
+Floating point and the noise generator (docs/PRIVACY.md, "Floating-point attacks" and
+"Randomness"). The guarantees are those of the ideal real-valued distributions. The
+samplers draw in double precision by textbook transforms of 53-bit uniforms, and Mironov
+(CCS 2012) showed that the low-order bits of floating-point Laplace samples can reveal
+the exact input, so a published float is not epsilon-DP bit for bit; the selection
+mechanisms share the milder caveat that a weight below 2**-53 of the total is rounded to
+probability zero. dpexp implements no snapping or discrete sampler. The noise ``rng``
+is a reproducible numpy Generator in experiments (estimators derive it from
+``random_state``); for a published model construct the estimator with
+``noise_rng=dpexp.privacy.secure_generator()`` (see
+:func:`dpexp.privacy.randomness.estimator_streams`), so the noise comes from the OS
+secure source and cannot be recomputed from a seed. Every mechanism's docstring repeats
+this in one paragraph.
 """
 
 from __future__ import annotations
@@ -105,6 +119,12 @@ def laplace_mechanism(value: Any, *, epsilon: float, sensitivity: float, rng: Rn
     change of ``value`` (Li et al. 2020, Theorem 1 / Eq. 7; Dwork & Roth Thm 3.6).
     Examples: a count has sensitivity 1; a DPBoost leaf value -sum(g)/(n+lambda) has
     sensitivity g*/(1+lambda) (Li et al. Lemma 2 / Corollary 1).
+
+    Floating point: a textbook double-precision Laplace sample; its low-order bits can
+    reveal ``value`` (Mironov, CCS 2012), so the guarantee is the ideal distribution's
+    (docs/PRIVACY.md, "Floating-point attacks"). For a published model pass the
+    estimator ``noise_rng=secure_generator()`` (``estimator_streams``) so ``rng`` is the
+    OS secure source, not a seeded stream.
     """
     epsilon = check_epsilon(epsilon)
     sensitivity = check_sensitivity(sensitivity)
@@ -201,6 +221,11 @@ def gaussian_mechanism(
     change of ``value``. ``calibration="classic"`` (Dwork & Roth; Peinemann's slides)
     refuses epsilon >= 1; ``"analytic"`` (Balle & Wang 2018) works for any epsilon and
     adds less noise.
+
+    Floating point: a double-precision Gaussian sample; like the Laplace sampler it is
+    open to Mironov's (CCS 2012) low-order-bit attack, so the guarantee is the ideal
+    distribution's (docs/PRIVACY.md, "Floating-point attacks"). For a published model
+    pass the estimator ``noise_rng=secure_generator()`` (``estimator_streams``).
     """
     if calibration == "classic":
         sigma = gaussian_sigma_classic(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
@@ -292,6 +317,12 @@ def exponential_mechanism(
     sensitivity 3 g*^2 (Li et al. Lemma 1). Numerically safe for utilities of any finite
     size (log-sum-exp, inverse CDF with one uniform per draw); ties are uniformly
     broken.
+
+    Floating point: the output is an index, but its law is computed in doubles from a
+    53-bit uniform, so probabilities are exact only to ~2**-53 and a weight below 2**-53
+    of the total is never drawn (the floating-point caveat of Mironov, CCS 2012, in its
+    selection form; docs/PRIVACY.md, "Floating-point attacks"). For a published model
+    pass the estimator ``noise_rng=secure_generator()`` (``estimator_streams``).
     """
     epsilon = check_epsilon(epsilon)
     sensitivity = check_sensitivity(sensitivity, allow_zero=False)
@@ -324,6 +355,11 @@ def report_noisy_max_one_sided(
     adds one-sided Exp(1/epsilon) noise to each count and reports the arg-max (report
     one-sided noisy arg-max proper, equal in law to permute-and-flip, McKenna & Sheldon
     2020; Ding et al. 2021); it is also epsilon-DP for monotone counts.
+
+    Floating point: as for :func:`exponential_mechanism` (probabilities exact to ~2**-53;
+    the ``"exponential"`` noise is a double-precision sample; Mironov, CCS 2012;
+    docs/PRIVACY.md, "Floating-point attacks"). For a published model pass the estimator
+    ``noise_rng=secure_generator()`` (``estimator_streams``).
     """
     epsilon = check_epsilon(epsilon)
     rng = check_rng(rng)
@@ -355,6 +391,9 @@ def smooth_sensitivity_leaf_2017(
     P(label 1) is about 2.1, i.e. the true epsilon is about twice the claim (the
     ``smooth_sensitivity_2017`` audit target flags it). Use
     :func:`report_noisy_max_one_sided` instead.
+
+    Floating point and ``rng``: as for :func:`exponential_mechanism` (Mironov, CCS 2012;
+    ``noise_rng=secure_generator()``), though no sampler makes this rule private.
     """
     epsilon = check_epsilon(epsilon)
     rng = check_rng(rng)

@@ -68,7 +68,7 @@ def public_classes(y, classes=None, *, binary: bool = False, stacklevel: int = 3
     if binary and out.size != 2:
         raise ValueError(
             "Only binary classification is supported by this estimator: it needs exactly 2 "
-            f"classes, got {out.size} ({out.tolist()!r})."
+            f"classes, got {out.size} class(es) ({out.tolist()!r})."
         )
     if out.size < 1:
         raise ValueError("classes must hold at least one label")

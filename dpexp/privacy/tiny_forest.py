@@ -1,4 +1,11 @@
-"""A tiny Fletcher-style random forest used as an end-to-end and ledger-entry audit target.
+"""A mechanism-level DEMO: a stand-in forest, not a registered estimator.
+
+It exists to show (and test) parallel composition over a record-stable partition and
+the ledger-entry audit on something small enough to fit 10^5 times a second. It is *not*
+what users run: the registered Fletcher forest (``fletcher_forest``) is audited end to
+end in :mod:`dpexp.algorithms.fletcher_audit`. Its audit targets have ``kind="demo"``
+(``forest_disjoint``, and the broken ``forest_position_blocks``) or ``"ledger-entry"``
+(``forest_disjoint_ledger``, the broken ``forest_leaf_half_noise_ledger``).
 
 T trees over disjoint record sets (parallel composition, Fletcher & Islam 2017
 Definition 3 and Algorithm 1 line 22), each with one data-independent split on a binary
@@ -14,7 +21,8 @@ column 1 the binary label. The output of one run is ``T * 2`` labels, tree-major
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -72,16 +80,19 @@ def fit_forest(
     epsilon: float,
     rng: np.random.Generator,
     public_rng: np.random.Generator | None = None,
+    fixed_outputs: Mapping[str, Any] | None = None,
     leaf_epsilon_factor: float = 1.0,
 ) -> Accountant:
     """One forest with full accounting (parallel over trees, parallel over leaves).
 
     ``public_rng`` draws the record partition (data-independent), ``rng`` the noise.
     Every leaf label is recorded as an output, for
-    :func:`dpexp.privacy.audit.ledger_entry_target`. ``leaf_epsilon_factor`` != 1 makes
-    leaf 0 of each tree use more epsilon than it records -- only for the broken fixture.
+    :func:`dpexp.privacy.audit.ledger_entry_target` (which passes ``fixed_outputs``; no
+    release here depends on another, so the fixed values are not used further).
+    ``leaf_epsilon_factor`` != 1 makes leaf 0 of each tree use more epsilon than it
+    records -- only for the broken fixture.
     """
-    acc = Accountant(epsilon=epsilon, keep_outputs=True)
+    acc = Accountant(epsilon=epsilon, keep_outputs=True, fixed_outputs=fixed_outputs)
     parts = record_partition(len(data), N_TREES, rng if public_rng is None else public_rng)
     whats = [[f"tree {t} leaf {leaf} label" for leaf in range(N_LEAVES)] for t in range(N_TREES)]
     with acc.parallel("trees"):

@@ -3,6 +3,11 @@
 Private algorithms are lines over the x axis; non-private ones (epsilon = inf) are
 horizontal dashed lines. The paper's reported values, where the spec has them, are drawn
 as hollow markers labelled "(paper)".
+
+Panels follow the paper's dataset order, then any dataset run outside the spec's grid;
+the x axis shows whatever epsilons are cached. Series whose release is not DP are named
+"(not DP)" in the legend; a smoke-scale figure says "smoke — not the paper's setting" in its
+title, and the second title line states the feature-domain source (issue 16, item 5).
 """
 
 from __future__ import annotations
@@ -15,11 +20,28 @@ import numpy as np
 import pandas as pd
 
 from dpexp.experiments.spec import ExperimentSpec
+from dpexp.render.frame import RenderContext
 
 
-def _metric_for(spec: ExperimentSpec, task: str) -> str | None:
+def _legend_names(agg: pd.DataFrame) -> pd.DataFrame:
+    """Use the display names ("... (not DP)") as series names: paper values are attached."""
+    return agg.assign(series=agg["display"]) if "display" in agg else agg
+
+
+def _ylabel(spec: ExperimentSpec, metrics: list[str], rows: pd.DataFrame) -> str:
+    label = spec.plot.get("ylabel") or ", ".join(m for m in metrics if m)
+    if len(rows) and "diagnostic" in rows and rows["diagnostic"].astype(bool).all():
+        label += " (diagnostic)"  # an exact quantity of the run, not a DP release
+    return label
+
+
+def _metric_for(spec: ExperimentSpec, task: str, present: set[str] | None = None) -> str | None:
+    """The plotted metric for a task; with ``present``, a dict-valued y falls back to the
+    first of its metrics that the panel has (a dataset outside the spec, unknown task)."""
     y = spec.plot.get("y")
     if isinstance(y, dict):
+        if y.get(task) is None and present:
+            return next((m for m in y.values() if m in present), None)
         return y.get(task)
     if isinstance(y, str):
         return y
@@ -58,7 +80,7 @@ def _save(fig, out_base: Path) -> list[Path]:
     out_base.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("pdf", "png"):
-        p = out_base.with_suffix(f".{ext}")
+        p = out_base.parent / f"{out_base.name}.{ext}"  # the name may contain dots
         fig.savefig(p, dpi=130)
         paths.append(p)
     plt.close(fig)
@@ -86,7 +108,7 @@ def _ordered_series(spec: ExperimentSpec, sub: pd.DataFrame) -> list[str]:
     return sorted(names, key=lambda n: (rank.get(first_label[n], len(rank)), names.index(n)))
 
 
-def render_bars(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], out_base: Path) -> list[Path]:
+def render_bars(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext, out_base: Path) -> list[Path]:
     """Grouped bars: datasets on x, one bar per algorithm (Fletcher & Islam Figs. 4-6, 11-14).
 
     Non-private series are drawn as outlined bars, as in the paper; the paper's printed
@@ -94,9 +116,11 @@ def render_bars(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], 
     """
     import matplotlib.pyplot as plt
 
-    ds_display = {d.key: d.display for d in spec.datasets}
-    datasets = [d.key for d in spec.datasets if d.key in set(agg["dataset"])]
-    metric_of = {d: _metric_for(spec, tasks.get(d, "classification")) for d in datasets}
+    agg = _legend_names(agg)
+    present = set(agg["dataset"])
+    datasets = [d for d in ctx.order if d in present]
+    metric_of = {d: _metric_for(spec, ctx.tasks.get(d, "classification"),
+                                set(agg.loc[agg["dataset"] == d, "metric"])) for d in datasets}
     sub = agg[[m == metric_of.get(d) for d, m in zip(agg["dataset"], agg["metric"], strict=True)]]
     sub = sub[sub["step"].isna()]
     series = _ordered_series(spec, sub)
@@ -118,19 +142,19 @@ def render_bars(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], 
                        zorder=3, label=None if paper_labelled else "paper's value")
             paper_labelled = True
         del bars
-    ax.set_xticks(xs, [ds_display.get(d, d) for d in datasets], rotation=35, ha="right", fontsize=7)
+    ax.set_xticks(xs, [ctx.display.get(d, d) for d in datasets], rotation=35, ha="right", fontsize=7)
     metrics = sorted(set(metric_of.values()) - {None})
-    ax.set_ylabel(spec.plot.get("ylabel") or ", ".join(metrics), fontsize=8)
+    ax.set_ylabel(_ylabel(spec, metrics, sub), fontsize=8)
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=min(len(series) + 1, 4), frameon=False, loc="upper center",
               bbox_to_anchor=(0.5, -0.28))
-    ax.set_title(f"{spec.artefact} — {spec.paper}", fontsize=9)
+    ax.set_title(ctx.title(spec), fontsize=9)
     fig.tight_layout()
     return _save(fig, out_base)
 
 
-def render_metric_bars(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path) -> list[Path]:
+def render_metric_bars(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext, out_base: Path) -> list[Path]:
     """Horizontal bars over a family of metrics (``plot: {x: metric, y: "importance:*"}``).
 
     One panel per dataset; the ``plot.top`` (default 10) metrics with the largest mean in
@@ -141,15 +165,15 @@ def render_metric_bars(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path) 
 
     import matplotlib.pyplot as plt
 
+    agg = _legend_names(agg)
     pattern = spec.plot.get("y", "*")
     top = int(spec.plot.get("top", 10))
     sub = agg[np.array([fnmatch.fnmatch(m, pattern) for m in agg["metric"]], dtype=bool) & agg["step"].isna().to_numpy()]
     present = set(sub["dataset"])
-    panels = [d.key for d in spec.datasets if d.key in present]
+    panels = [d for d in ctx.order if d in present]
     series = _ordered_series(spec, sub) if len(sub) else []
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 0.35 * top + 1.6),
                              squeeze=False)
-    ds_display = {d.key: d.display for d in spec.datasets}
     for ax, panel in zip(axes[0], panels, strict=False):
         p = sub[sub["dataset"] == panel]
         order = (p[p["series"] == series[0]].sort_values("mean", ascending=False)["metric"].head(top).tolist())
@@ -162,15 +186,15 @@ def render_metric_bars(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path) 
         labels = [m.split(":", 1)[-1] for m in order]
         ax.set_yticks(ys, labels, fontsize=7)
         ax.set_xlabel(spec.plot.get("xlabel") or pattern, fontsize=8)
-        ax.set_title(ds_display.get(panel, panel), fontsize=9)
+        ax.set_title(ctx.display.get(panel, panel), fontsize=9)
         ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize=7, frameon=False, loc="lower right")
-    fig.suptitle(f"{spec.artefact} — {spec.paper}", fontsize=10)
+    fig.suptitle(ctx.title(spec), fontsize=10)
     fig.tight_layout()
     return _save(fig, out_base)
 
 
-def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str], out_base: Path) -> list[Path]:
+def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext, out_base: Path) -> list[Path]:
     """Draw the figure; returns the written files (PDF and PNG)."""
     import matplotlib
 
@@ -179,26 +203,26 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
 
     x = spec.plot.get("x", "epsilon")
     if x == "dataset":
-        return render_bars(spec, agg, tasks, out_base)
+        return render_bars(spec, agg, ctx, out_base)
     if x == "metric":
-        return render_metric_bars(spec, agg, out_base)
+        return render_metric_bars(spec, agg, ctx, out_base)
+    agg = _legend_names(agg)
     if x != "epsilon":
         agg = _split_series_by_epsilon(agg)
     panel_by = spec.plot.get("panels", "dataset")
     present = set(agg["dataset"])
-    panels = [d.key for d in spec.datasets if d.key in present] if panel_by == "dataset" else [None]
+    panels = [d for d in ctx.order if d in present] if panel_by == "dataset" else [None]
     n = max(len(panels), 1)
     ncols = min(n, 5)
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.4 * ncols, 6.4), 2.9 * nrows + 0.8), squeeze=False)
     all_series = _ordered_series(spec, agg)
     colour = {name: f"C{i % 10}" for i, name in enumerate(all_series)}
-    ds_display = {d.key: d.display for d in spec.datasets}
     handles = {}
     for i, panel in enumerate(panels):
         ax = axes[i // ncols][i % ncols]
         sub = agg if panel is None else agg[agg["dataset"] == panel]
-        metric = _metric_for(spec, tasks.get(panel, "classification"))
+        metric = _metric_for(spec, ctx.tasks.get(panel, "classification"), set(sub["metric"]))
         sub = sub[sub["metric"] == metric]
         if x != "step":
             sub = sub[sub["step"].isna()]
@@ -224,11 +248,11 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
             ax.set_xscale("log")
         if spec.plot.get("logy"):
             ax.set_yscale("log")
-        title = ds_display.get(panel, panel) if panel is not None else spec.artefact
+        title = ctx.display.get(panel, panel) if panel is not None else spec.artefact
         ax.set_title(f"({chr(97 + i)}) {title}" if len(panels) > 1 else title, fontsize=9)
         ax.set_xlabel(spec.plot.get("xlabel") or {"epsilon": "ε (total privacy budget)",
                                                    "step": "number of trees"}.get(x, x), fontsize=8)
-        ax.set_ylabel(spec.plot.get("ylabel") or (metric or ""), fontsize=8)
+        ax.set_ylabel(_ylabel(spec, [metric or ""], sub), fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
         for hh, lab in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -240,7 +264,8 @@ def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, tasks: dict[str, str]
     legend_rows = math.ceil(len(handles) / ncol)
     fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
                ncol=ncol, fontsize=7, frameon=False)
-    fig.suptitle(f"{spec.artefact} — {spec.paper}", fontsize=10)
+    title = ctx.title(spec, width=int(fig.get_figwidth() * 14))
+    fig.suptitle(title, fontsize=10)
     bottom = min(0.45, (0.2 * legend_rows + 0.1) / fig.get_figheight())  # legend height, inches
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    fig.tight_layout(rect=(0, bottom, 1, 0.99))  # tight_layout makes room for the suptitle
     return _save(fig, out_base)

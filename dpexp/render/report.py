@@ -1,16 +1,17 @@
 """``dpexp report``: every table and figure of every paper, ours beside the paper's.
 
 Renders from the cache alone (no recomputation) into ``results/REPORT.md`` and a
-self-contained ``results/report.html`` (figures embedded as base64 PNG). For each
-experiment: our numbers beside the paper's printed values, the difference and whether it
-is within the spec's tolerance, the paper's claims checked against our results, the
-privacy caveats, and which cells are missing.
+self-contained ``results/report.html`` (figures embedded as base64 PNG, Markdown rendered
+by markdown-it-py). For each experiment: our numbers beside the paper's printed values,
+the difference and, at paper scale only, whether it is within the spec's tolerance; the
+paper's claims checked against our results (at smoke scale "not evaluated (smoke)": a
+pipeline check, never a pass); the feature-domain source; not-DP rows and the spec's
+privacy caveats in caveat boxes; and which cells are missing. Spec text is escaped, so
+``g*_l`` stays literal.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import math
 import os
 import platform
@@ -21,11 +22,13 @@ from pathlib import Path
 import pandas as pd
 
 from dpexp.experiments.cache import atomic_write_text
-from dpexp.experiments.runner import collect, git_revision
+from dpexp.experiments.runner import git_revision
 from dpexp.experiments.spec import ExperimentSpec, all_specs
-from dpexp.render.aggregate import aggregate, attach_paper_values
-from dpexp.render.claims import ClaimResult, check_claim
-from dpexp.render.render import render_experiment
+from dpexp.render.aggregate import ComparisonSummary, comparison_summary
+from dpexp.render.claims import NOT_EVALUATED_SMOKE, ClaimResult, check_claims
+from dpexp.render.frame import NOT_DP_TITLE, not_dp_caveats, replicate_statement
+from dpexp.render.markup import SMOKE_LABEL, caveat_box, markdown_to_html, md_code, md_escape
+from dpexp.render.render import NothingCachedError, RenderReport, render_experiment
 
 
 @dataclass
@@ -35,40 +38,45 @@ class Section:
     n_cells: int = 0
     n_missing: int = 0
     comparison: pd.DataFrame | None = None
+    summary: ComparisonSummary | None = None
     claims: list[ClaimResult] = field(default_factory=list)
     figure: Path | None = None
     table_md: str = ""
     seeds: list[int] = field(default_factory=list)
+    not_dp: list[str] = field(default_factory=list)  # plain-text caveat lines
+    domain: str = ""
+    replicates: str = ""
+    display: dict[str, str] = field(default_factory=dict)
 
 
-def _pick_scale(spec: ExperimentSpec, results_dir: Path, wanted: str | None) -> str | None:
+def _scales(results_dir: Path, spec: ExperimentSpec, wanted: str | None) -> list[str]:
+    """Scales to try, best first: paper where cached, else smoke (or just ``wanted``)."""
     scales = [wanted] if wanted else ["paper", "smoke"]
-    for s in scales:
-        if (Path(results_dir) / "cache" / spec.id / s).is_dir():
-            return s
-    return None
+    return [s for s in scales if (Path(results_dir) / "cache" / spec.id / s).is_dir()]
 
 
 def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None) -> Section:
-    from dpexp.datasets.registry import get_dataset_info
+    """Render ``spec`` at the best cached scale and collect what the report shows of it."""
+    for s in _scales(results_dir, spec, scale):
+        try:
+            rendered = render_experiment(spec.at_scale(s), s, results_dir, figures_dir)
+        except NothingCachedError:
+            continue
+        return _section(spec, s, rendered)
+    return Section(spec, None)
 
-    scale = _pick_scale(spec, results_dir, scale)
-    if scale is None:
-        return Section(spec, None)
-    scaled = spec.at_scale(scale)
-    frame, missing = collect(scaled, scale, results_dir)
-    sec = Section(spec, scale, n_missing=len(missing))
-    sec.n_cells = len(missing) + (
-        frame.groupby(["dataset", "label", "params", "epsilon", "fold", "repeat"]).ngroups if len(frame) else 0
-    )
-    if frame.empty:
-        return sec
-    sec.seeds = sorted(int(s) for s in frame["seed"].unique())
-    agg = attach_paper_values(aggregate(frame, scaled), scaled)
+
+def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Section:
+    frame, agg, ctx = rendered.frame, rendered.agg, rendered.context
+    sec = Section(spec, scale, n_cells=rendered.total_cells, n_missing=rendered.missing_cells)
+    sec.seeds = sorted(int(x) for x in frame["seed"].dropna().unique())
     sec.comparison = agg[agg["paper_value"].notna()]
-    tasks = {d.key: get_dataset_info(d.name).task for d in scaled.datasets}
-    sec.claims = [check_claim(c, agg, tasks) for c in spec.claims]
-    rendered = render_experiment(scaled, scale, results_dir, figures_dir)
+    sec.summary = comparison_summary(agg, spec, scale)
+    sec.claims = check_claims(spec.claims, agg, ctx.tasks, scale)
+    sec.not_dp = not_dp_caveats(frame, ctx)
+    sec.domain = ctx.note
+    sec.replicates = replicate_statement(frame, agg["n"])
+    sec.display = ctx.display
     for f in rendered.files:
         if f.suffix == ".png":
             sec.figure = f
@@ -96,31 +104,115 @@ def _environment(results_dir: Path) -> dict[str, str]:
 
 
 def _comparison_md(sec: Section) -> str:
+    """Ours beside the paper's printed values, with the verdict column and honest counts."""
     c = sec.comparison
+    if not sec.spec.paper_values.get("values"):
+        return "The paper prints no values for this artefact that the spec records."
+    footer = md_escape(sec.summary.text()) if sec.summary else ""
     if c is None or c.empty:
-        return "_The paper prints no values for this artefact that the spec records._"
-    tol = sec.spec.paper_values.get("tolerance")
-    lines = ["| dataset | algorithm | ε | metric | ours (mean ± std) | paper | diff | within tol. |",
+        return footer
+    lines = ["| dataset | algorithm | ε | metric | ours (mean ± std) | paper | diff | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for _, r in c.iterrows():
         eps = "—" if math.isinf(float(r["epsilon"])) else f"{float(r['epsilon']):g}"
-        wt = r["within_tolerance"]
-        mark = "—" if wt is None or (isinstance(wt, float) and math.isnan(wt)) else ("✓" if wt else "✗")
         step = "" if pd.isna(r["step"]) else f" @ {int(r['step'])}"
-        lines.append(f"| {r['dataset']} | {r['series']} | {eps} | {r['metric']}{step} | "
-                     f"{r['mean']:.4g} ± {r['std']:.2g} | {r['paper_value']:.4g} | {r['diff']:+.3g} | {mark} |")
-    if tol is not None:
-        ok = c["within_tolerance"].dropna()
-        lines.append("")
-        lines.append(f"Within the stated tolerance (±{tol}): {int(sum(bool(v) for v in ok))} of {len(ok)}.")
-    return "\n".join(lines)
+        kind = " (diagnostic)" if r.get("diagnostic") else ""
+        ds = sec.display.get(r["dataset"], r["dataset"])
+        lines.append(f"| {md_escape(ds)} | {md_escape(r['display'])} | {eps} | "
+                     f"{md_escape(r['metric'])}{step}{kind} | {r['mean']:.4g} ± {r['std']:.2g} | "
+                     f"{r['paper_value']:.4g} | {r['diff']:+.3g} | {r['verdict'] or '—'} |")
+    return "\n".join([*lines, "", footer])
+
+
+_ICON = {"pass": "✓ pass", "fail": "✗ fail", "not checked": "· not checked", "no data": "? no data",
+         NOT_EVALUATED_SMOKE: "· not evaluated (smoke)"}
 
 
 def _claims_md(sec: Section) -> str:
-    if not sec.claims:
-        return ""
-    icon = {"pass": "✓ pass", "fail": "✗ fail", "not checked": "· not checked", "no data": "? no data"}
-    return "\n".join(f"- **{icon[c.status]}** — {c.text}: {c.detail}" for c in sec.claims)
+    return "\n".join(f"- **{_ICON.get(c.status, c.status)}** — {md_escape(c.text)}: {md_escape(c.detail)}"
+                      for c in sec.claims)
+
+
+def _claims_cell(sec: Section) -> str:
+    """The summary's claims column: never a pass count at smoke scale."""
+    if sec.scale == "smoke" and any(c.status == NOT_EVALUATED_SMOKE for c in sec.claims):
+        return NOT_EVALUATED_SMOKE
+    checked = [x for x in sec.claims if x.status in ("pass", "fail")]
+    return f"{sum(x.status == 'pass' for x in checked)}/{len(checked)}" if checked else "—"
+
+
+def _scale_text(scale: str) -> str:
+    return SMOKE_LABEL if scale == "smoke" else f"{scale} scale"
+
+
+def _summary_md(sections: list[Section]) -> list[str]:
+    md = ["| experiment | paper | artefact | scale | cells cached | paper values within tol. | "
+          "claims passed | not DP |", "|---|---|---|---|---|---|---|---|"]
+    for s in sections:
+        head = f"| {md_escape(s.spec.id)} | {md_escape(s.spec.paper)} | {md_escape(s.spec.artefact)}"
+        if s.scale is None:
+            md.append(f"{head} | — | not run | — | — | — |")
+            continue
+        within = s.summary.cell() if s.summary else "—"
+        not_dp = f"{len(s.not_dp)} caveat(s)" if s.not_dp else "—"
+        md.append(f"{head} | {s.scale} | {s.n_cells - s.n_missing}/{s.n_cells} | {within} | "
+                  f"{_claims_cell(s)} | {not_dp} |")
+    return md
+
+
+def _not_dp_lines(sec: Section) -> list[str]:
+    return [md_escape(line) for line in sec.not_dp]
+
+
+def _section_md(s: Section, results_dir: Path) -> list[str]:
+    md = [f"### {md_escape(s.spec.artefact)} — {md_code(s.spec.id)}"
+          + (f" ({_scale_text(s.scale)})" if s.scale else ""), "", md_escape(s.spec.caption), ""]
+    if s.spec.notes:
+        md += [f"*Notes:* {md_escape(s.spec.notes)}", ""]
+    if s.scale is None:
+        return [*md, f"Not run yet: {md_code(f'dpexp run {s.spec.id}')}.", ""]
+    if s.scale == "smoke":
+        md += [f"**Scale:** {SMOKE_LABEL}. A pipeline check on subsampled data; claims are not "
+               "evaluated and no value is compared with the paper's.", ""]
+    md += [f"**Aggregation:** {s.replicates}.", ""]
+    if s.domain:
+        md += [f"**{md_escape(s.domain)}**", ""]
+    if s.not_dp:
+        md += caveat_box(NOT_DP_TITLE, _not_dp_lines(s))
+    if s.spec.privacy_caveats:
+        md += caveat_box("Privacy caveats (from the spec):", [md_escape(c) for c in s.spec.privacy_caveats])
+    if s.n_missing:
+        md += [f"**Missing cells:** {s.n_missing} of the spec's grid "
+               f"({md_code(f'dpexp run {s.spec.id} --scale {s.scale}')} completes them).", ""]
+    if s.figure is not None:
+        md += [f"![{md_escape(s.spec.id)}]({os.path.relpath(s.figure, results_dir)})", ""]
+    md += ["**Ours vs the paper**", "", _comparison_md(s), ""]
+    if s.claims:
+        title = ("**The paper's claims (not evaluated at smoke scale: pipeline checks only)**"
+                 if s.scale == "smoke" else "**The paper's claims, checked on our results**")
+        md += [title, "", _claims_md(s), ""]
+    return md
+
+
+def _report_md(sections: list[Section], env: dict[str, str], results_dir: Path) -> str:
+    md = ["# dpexp reproduction report", ""]
+    md += [f"- **{k}**: {md_escape(v)}" for k, v in env.items()]
+    md += ["", "Numbers labelled *paper* are the values printed in the papers, copied into the "
+           "experiment specs; every other number was computed by running the algorithms. "
+           f"Smoke-scale sections ({SMOKE_LABEL}) come from subsampled data and few trees: they "
+           "check the pipeline; their claims are not evaluated and their numbers are not "
+           "compared with the paper's.", "", "## Summary", "", *_summary_md(sections), ""]
+    not_dp = [f"{md_escape(s.spec.id)}: {line}" for s in sections for line in _not_dp_lines(s)]
+    if not_dp:
+        md += caveat_box("Not-DP results in this report (shown for reproduction only):", not_dp)
+    by_paper: dict[str, list[Section]] = {}
+    for s in sections:
+        by_paper.setdefault(s.spec.paper, []).append(s)
+    for paper, secs in by_paper.items():
+        md += ["", f"## {md_escape(paper)}", ""]
+        for s in secs:
+            md += _section_md(s, results_dir)
+    return "\n".join(md) + "\n"
 
 
 def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None) -> tuple[Path, Path]:
@@ -129,103 +221,9 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None)
     env = _environment(results_dir)
     seeds = sorted({x for s in sections for x in s.seeds})
     env["seeds"] = ", ".join(map(str, seeds)) or "—"
-    md = ["# dpexp reproduction report", ""]
-    md += [f"- **{k}**: {v}" for k, v in env.items()]
-    md += ["", "Numbers labelled *paper* are the values printed in the papers, copied into the "
-           "experiment specs; every other number was computed by running the algorithms. "
-           "Smoke-scale numbers come from subsampled data and few trees: they check the "
-           "pipeline, not the paper's claims.", "", "## Summary", "",
-           "| experiment | paper | artefact | scale | cells done | paper values within tol. | claims passed |",
-           "|---|---|---|---|---|---|---|"]
-    for s in sections:
-        if s.scale is None:
-            md.append(f"| {s.spec.id} | {s.spec.paper} | {s.spec.artefact} | — | not run | — | — |")
-            continue
-        c = s.comparison
-        within = "—"
-        if c is not None and not c.empty and s.spec.paper_values.get("tolerance") is not None:
-            ok = c["within_tolerance"].dropna()
-            within = f"{int(sum(bool(v) for v in ok))}/{len(ok)}"
-        checked = [x for x in s.claims if x.status in ("pass", "fail")]
-        claims = f"{sum(x.status == 'pass' for x in checked)}/{len(checked)}" if checked else "—"
-        md.append(f"| {s.spec.id} | {s.spec.paper} | {s.spec.artefact} | {s.scale} | "
-                  f"{s.n_cells - s.n_missing}/{s.n_cells} | {within} | {claims} |")
-    by_paper: dict[str, list[Section]] = {}
-    for s in sections:
-        by_paper.setdefault(s.spec.paper, []).append(s)
-    for paper, secs in by_paper.items():
-        md += ["", f"## {paper}", ""]
-        for s in secs:
-            md += [f"### {s.spec.artefact} — `{s.spec.id}`" + (f" ({s.scale} scale)" if s.scale else ""), "",
-                   s.spec.caption, ""]
-            if s.spec.notes:
-                md += [f"*Notes:* {s.spec.notes}", ""]
-            if s.scale is None:
-                md += [f"Not run yet: `dpexp run {s.spec.id}`.", ""]
-                continue
-            if s.n_missing:
-                md += [f"**Missing cells:** {s.n_missing} of {s.n_cells} "
-                       f"(`dpexp run {s.spec.id} --scale {s.scale}` completes them).", ""]
-            if s.figure is not None:
-                md += [f"![{s.spec.id}]({os.path.relpath(s.figure, results_dir)})", ""]
-            md += ["**Ours vs the paper**", "", _comparison_md(s), ""]
-            if s.claims:
-                md += ["**The paper's claims, checked on our results**", "", _claims_md(s), ""]
-            if s.spec.privacy_caveats:
-                md += ["**Privacy caveats**", ""] + [f"- {c}" for c in s.spec.privacy_caveats] + [""]
-    text = "\n".join(md) + "\n"
+    text = _report_md(sections, env, results_dir)
     md_path = Path(results_dir) / "REPORT.md"
     atomic_write_text(md_path, text)
     html_path = Path(results_dir) / "report.html"
-    atomic_write_text(html_path, _to_html(text, results_dir))
+    atomic_write_text(html_path, markdown_to_html(text, results_dir))
     return md_path, html_path
-
-
-def _to_html(markdown: str, results_dir: Path) -> str:
-    """A small Markdown subset -> self-contained HTML with embedded images."""
-    out = ["<!doctype html><html><head><meta charset='utf-8'><title>dpexp report</title>",
-           "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}"
-           "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px}"
-           "img{max-width:100%}code{background:#f3f3f3}</style></head><body>"]
-    lines = markdown.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                if not set(lines[i]) <= set("|-: "):
-                    rows.append([c.strip() for c in lines[i].strip("|").split("|")])
-                i += 1
-            out.append("<table>")
-            for k, r in enumerate(rows):
-                tag = "th" if k == 0 else "td"
-                out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in r) + "</tr>")
-            out.append("</table>")
-            continue
-        if line.startswith("!["):
-            rel = line[line.index("(") + 1 : line.rindex(")")]
-            p = (Path(results_dir) / rel).resolve()
-            if p.exists():
-                data = base64.b64encode(p.read_bytes()).decode()
-                out.append(f"<p><img alt='{html.escape(p.stem)}' src='data:image/png;base64,{data}'></p>")
-        elif line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
-        elif line.startswith("- "):
-            out.append(f"<li>{_inline(line[2:])}</li>")
-        elif line.strip():
-            out.append(f"<p>{_inline(line)}</p>")
-        i += 1
-    out.append("</body></html>")
-    return "\n".join(out)
-
-
-def _inline(text: str) -> str:
-    import re
-
-    t = html.escape(text)
-    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
-    t = re.sub(r"`(.+?)`", r"<code>\1</code>", t)
-    t = re.sub(r"\*(.+?)\*", r"<i>\1</i>", t)
-    return t

@@ -1,13 +1,16 @@
 """Paired significance tests between algorithms (Fletcher & Islam, Section 5.2).
 
-Results are paired by (dataset, epsilon, fold, repeat): every algorithm sees the same
-folds, so the differences are paired and the Wilcoxon signed-rank test applies without
+Results are paired by (dataset, epsilon, seed, fold, repeat): every algorithm of a run
+sees the same folds, so the differences are paired (rows of different seeds are further
+independent pairs) and the Wilcoxon signed-rank test applies without
 assuming normality, as the paper does.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+
+from dpexp.render.markup import md_escape
 
 
 def wilcoxon_table(frame: pd.DataFrame, reference: str, metric: str = "accuracy") -> pd.DataFrame:
@@ -17,7 +20,8 @@ def wilcoxon_table(frame: pd.DataFrame, reference: str, metric: str = "accuracy"
     df = frame[(frame["metric"] == metric) & frame["step"].isna()]
     rows = []
     for (ds, eps), sub in df.groupby(["dataset", "epsilon"], dropna=False):
-        wide = sub.pivot_table(index=["fold", "repeat"], columns="label", values="value")
+        pair_by = [c for c in ("seed", "fold", "repeat") if c in sub]
+        wide = sub.pivot_table(index=pair_by, columns="label", values="value")
         if reference not in wide:
             continue
         for other in wide.columns:
@@ -34,11 +38,11 @@ def wilcoxon_table(frame: pd.DataFrame, reference: str, metric: str = "accuracy"
 
 def wilcoxon_markdown(table: pd.DataFrame, reference: str, metric: str) -> str:
     if table.empty:
-        return f"_No paired results for {reference!r} yet._"
-    lines = [f"Wilcoxon signed-rank tests of **{reference}** vs each comparator ({metric}, "
-             "paired by fold and repeat; two-sided p-values):", "",
+        return f"No paired results for {md_escape(repr(reference))} yet."
+    lines = [f"Wilcoxon signed-rank tests of **{md_escape(reference)}** vs each comparator "
+             f"({md_escape(metric)}, paired by seed, fold and repeat; two-sided p-values):", "",
              "| dataset | ε | comparator | mean difference | pairs | p-value |", "|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
-        lines.append(f"| {r['dataset']} | {r['epsilon']:g} | {r['comparator']} | "
+        lines.append(f"| {md_escape(r['dataset'])} | {r['epsilon']:g} | {md_escape(r['comparator'])} | "
                      f"{r['mean_difference']:+.4f} | {r['n_pairs']} | {r['p_value']:.3g} |")
     return "\n".join(lines)

@@ -1,4 +1,10 @@
-"""Tables (Markdown, CSV, LaTeX) with our mean ± std beside the paper's values."""
+"""Tables (Markdown, CSV, LaTeX) with our mean ± std beside the paper's values.
+
+Rows follow the paper's dataset order (then datasets run outside the spec's grid) and the
+spec's algorithm order; columns are named with the display names ("... (not DP)"). The
+footer counts how many of the paper's printed values were shown and compared
+(:class:`dpexp.render.aggregate.ComparisonSummary`): at smoke scale none is compared.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,16 @@ import pandas as pd
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.spec import ExperimentSpec
+from dpexp.render.aggregate import comparison_summary
+from dpexp.render.frame import RenderContext
+from dpexp.render.markup import SMOKE_LABEL, md_escape
 
 
 def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
     if axis == "dataset":
         return ds_display.get(row["dataset"], row["dataset"])
     if axis == "algorithm":
-        return row["series"]
+        return row["display"] if "display" in row else row["series"]
     if axis == "epsilon":
         e = float(row["epsilon"])
         return "no noise" if math.isinf(e) else f"{e:g}"
@@ -31,11 +40,18 @@ def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
     raise ValueError(f"unknown table axis {axis!r}")
 
 
+def _sort_key(v) -> tuple[int, float, str]:
+    """Numbers first in numeric order, then anything else by its text."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return (0, float(v), "")
+    return (1, 0.0, str(v))
+
+
 def _fmt(v: float, fmt: str = "{:.4g}") -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
 
 
-def build_table(spec: ExperimentSpec, agg: pd.DataFrame) -> pd.DataFrame:
+def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> pd.DataFrame:
     """Long table: one line per (row, column) with ours, the paper's and the difference."""
     t = spec.table or {}
     default_rows = ["dataset"]
@@ -48,20 +64,22 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame) -> pd.DataFrame:
     if metric is None and not t:
         metric = spec.plot.get("y")  # a figure's table shows the plotted metric
     if isinstance(metric, dict):
-        from dpexp.datasets.registry import get_dataset_info
-
-        task = {d.key: get_dataset_info(d.name).task for d in spec.datasets}
-        sub = agg[[metric.get(task.get(d, ""), None) == m for d, m in zip(agg["dataset"], agg["metric"], strict=True)]]
+        sub = agg[[metric.get(ctx.tasks.get(d, ""), None) == m for d, m in zip(agg["dataset"], agg["metric"], strict=True)]]
         metric = None
     else:
         sub = agg if metric is None else agg[agg["metric"] == metric]
     if metric is None and "step" in sub:
         sub = sub[sub["step"].isna()] if sub["step"].isna().any() else sub
-    ds_display = {d.key: d.display for d in spec.datasets}
+    ds_display = ctx.display
     rank = {a.label: i for i, a in enumerate(spec.algorithms)}
-    ds_rank = {d.key: i for i, d in enumerate(spec.datasets)}
-    sub = sub.assign(_a=sub["label"].map(rank), _d=sub["dataset"].map(ds_rank))
-    sub = sub.sort_values(["_d", "_a", "epsilon", "step"], kind="stable")
+    ds_rank = {d: i for i, d in enumerate(ctx.order)}
+    sub = sub.assign(_a=sub["label"].map(rank).fillna(len(rank)), _d=sub["dataset"].map(ds_rank))
+    # Parameter rows in numeric order (j = 1, 5, 10, not the JSON strings' order).
+    param_keys = [f"_{a}" for a in rows_axis if a.startswith("param:")]
+    for a in rows_axis:
+        if a.startswith("param:"):
+            sub = sub.assign(**{f"_{a}": sub["params"].map(lambda p, k=a[6:]: _sort_key(json.loads(p).get(k)))})
+    sub = sub.sort_values(["_d", *param_keys, "_a", "epsilon", "step"], kind="stable")
     out = pd.DataFrame(
         {
             "row": [" · ".join(str(_axis_value(r, a, ds_display)) for a in rows_axis) for _, r in sub.iterrows()],
@@ -73,6 +91,9 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame) -> pd.DataFrame:
             "paper": sub["paper_value"].to_numpy(),
             "diff": sub["diff"].to_numpy(),
             "within_tolerance": sub["within_tolerance"].to_numpy(),
+            "verdict": sub["verdict"].to_numpy(),
+            "kind": ["diagnostic" if d else "metric" for d in sub["diagnostic"]],
+            "not_dp": sub["not_dp"].to_numpy(),
             "epsilon_spent": sub["epsilon_spent"].to_numpy(),
         }
     )
@@ -98,18 +119,24 @@ def _wide(long: pd.DataFrame, fmt: str) -> pd.DataFrame:
 
 
 def _markdown(wide: pd.DataFrame, row_name: str) -> str:
-    cols = [str(c) for c in wide.columns]
-    lines = ["| " + " | ".join([row_name, *cols]) + " |", "|" + "---|" * (len(cols) + 1)]
+    cols = [md_escape(c) for c in wide.columns]
+    lines = ["| " + " | ".join([md_escape(row_name), *cols]) + " |", "|" + "---|" * (len(cols) + 1)]
     for idx, r in wide.iterrows():
-        lines.append("| " + " | ".join([str(idx), *[("" if pd.isna(v) else str(v)) for v in r]]) + " |")
+        cells = [md_escape(idx), *[("" if pd.isna(v) else md_escape(v)) for v in r]]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#",
+          "$": r"\$", "{": r"\{", "}": r"\}", "^": r"\textasciicircum{}",
+          "~": r"\textasciitilde{}", "±": r"$\pm$", "ε": r"$\varepsilon$", "—": "--"}
+
+
 def _latex_escape(s: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
-                 ("#", r"\#"), ("±", r"$\pm$"), ("ε", r"$\varepsilon$"), ("—", "--")):
-        s = s.replace(a, b)
-    return s
+    """Spec text as literal LaTeX (one pass, so no replacement is escaped again)."""
+    import re
+
+    return re.sub("|".join(re.escape(k) for k in _LATEX), lambda m: _LATEX[m.group(0)], s)
 
 
 def _latex(wide: pd.DataFrame, row_name: str, caption: str) -> str:
@@ -126,29 +153,41 @@ def _latex(wide: pd.DataFrame, row_name: str, caption: str) -> str:
     return "\n".join(body) + "\n"
 
 
-def render_table(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path, scale: str,
-                 header: str) -> list[Path]:
-    """Write ``out_base``.md/.csv/.tex; returns the paths."""
-    long = build_table(spec, agg)
-    fmt = (spec.table or {}).get("format", "{mean:.4g} ± {std:.2g}")
-    wide = _wide(long, fmt) if len(long) else pd.DataFrame()
+def _diagnostics_note(long: pd.DataFrame) -> str:
+    names = sorted(set(long.loc[long["kind"] == "diagnostic", "metric"]))
+    if not names:
+        return ""
+    return ("Diagnostics (exact quantities of the run such as timings or counts, not DP "
+            f"releases; shown, never judged against the paper): {md_escape(', '.join(names))}.")
+
+
+def _row_name(spec: ExperimentSpec) -> str:
     row_name = (spec.table or {}).get("rows", "dataset")
     if not spec.table and spec.plot.get("x", "epsilon") != "dataset":
         row_name = f"dataset · {spec.plot.get('x', 'epsilon')}"
-    row_name = " · ".join(row_name) if isinstance(row_name, list) else row_name
-    md = [header, "", _markdown(wide, row_name) if len(wide) else "_no results yet_", ""]
-    if spec.paper_values.get("values"):
-        src = spec.paper_values.get("source", "the paper")
-        md.append(f"Values marked (paper …) are the numbers printed in {src}, shown beside ours, "
-                  f"never in place of ours.")
-        if spec.paper_values.get("tolerance") is not None:
-            ok = long["within_tolerance"].dropna()
-            md.append(f"Within the spec's tolerance ±{spec.paper_values['tolerance']}: "
-                      f"{int(sum(bool(v) for v in ok))} of {len(ok)} compared values.")
+    return " · ".join(row_name) if isinstance(row_name, list) else row_name
+
+
+def render_table(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path, ctx: RenderContext,
+                 header: str) -> list[Path]:
+    """Write ``out_base``.md/.csv/.tex; returns the paths.
+
+    ``header`` (Markdown, already escaped) comes first; the footer gives the comparison
+    counts, and the diagnostics shown.
+    """
+    long = build_table(spec, agg, ctx)
+    fmt = (spec.table or {}).get("format", "{mean:.4g} ± {std:.2g}")
+    wide = _wide(long, fmt) if len(long) else pd.DataFrame()
+    row_name = _row_name(spec)
+    md = [header, "", _markdown(wide, row_name) if len(wide) else "_No cached results for this table's metric._", ""]
+    footer = comparison_summary(agg, spec, ctx.scale).text()
+    md += [x for x in (md_escape(footer) if footer else "", _diagnostics_note(long)) if x]
     out_base.parent.mkdir(parents=True, exist_ok=True)
-    paths = [out_base.with_suffix(".md"), out_base.with_suffix(".csv"), out_base.with_suffix(".tex")]
+    # Not with_suffix: a filter tag may contain dots (eps=0.5).
+    paths = [out_base.parent / f"{out_base.name}.{ext}" for ext in ("md", "csv", "tex")]
     atomic_write_text(paths[0], "\n".join(md) + "\n")
     atomic_write_text(paths[1], long.to_csv(index=False))
-    atomic_write_text(paths[2], _latex(wide, row_name, f"{spec.artefact}: {spec.caption} ({scale} scale)")
-                      if len(wide) else "% no results yet\n")
+    scale = SMOKE_LABEL if ctx.scale == "smoke" else f"{ctx.scale} scale"
+    atomic_write_text(paths[2], _latex(wide, row_name, f"{spec.artefact}: {spec.caption} ({scale})")
+                      if len(wide) else "% no cached results for this table's metric\n")
     return paths

@@ -45,12 +45,11 @@ COST_SPARSE_ENTRY = 3.0
 COST_SPARSE_ROW = 5.0
 BUNDLE_VALUES = 256  # a bundle column is uint8; value 0 means "every member at its default"
 # tables of at most this many histogram columns (dense features + bundles) and bins in
-# all also get a row-major copy of their codes (:class:`RowCodes`). Measured: 0.6-0.8x
-# the column kernels' time on adult (18 bundles, 141 bins: few values per column), but
-# 1.5x on cod-rna (8 columns, 2,040 bins) and up to 5x on sparse subsets of covtype-sized
-# tables (12 columns, 2,342 bins): a flat histogram past L1 and a table past L2 lose to
-# one column at a time. Builds read row codes in their row tasks only, which cover every
-# column when there are at most ``histogram.ROW_TASK_MAX_COLUMNS`` (32 as well).
+# all also get a row-major copy of their codes (:class:`RowCodes`): with few values per
+# column they beat the column kernels, but a flat histogram past L1 and a table past L2
+# lose to one column at a time (measurements: bench/HISTORY.md). Builds read row codes in
+# their row tasks only, which cover every column when there are at most
+# ``histograms.ROW_TASK_MAX_COLUMNS`` (32 as well).
 ROW_CODES_MAX_COLUMNS = 32
 ROW_CODES_MAX_BINS = 256
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from dpexp.privacy import exponential_mechanism, laplace_mechanism
 from dpexp.trees.grower import LeafContext, SplitContext
-from dpexp.trees.histogram import best_splits, split_gains
+from dpexp.trees.split_search import best_splits, split_gains
 
 _EMPTY_COUNTS = np.zeros((0, 0, 0))
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from dpexp.privacy import Accountant
 from dpexp.trees.grower import SplitContext
-from dpexp.trees.histogram import split_gains
 from dpexp.trees.policies import ExponentialSplit
+from dpexp.trees.split_search import split_gains
 
 
 def _ctx(rng, acc, n_bins=6, d=3):

@@ -12,6 +12,7 @@ from dpexp.algorithms.inprivate import (
     assign_chunks,
     round_shares,
 )
+from dpexp.privacy.randomness import estimator_streams
 
 DOM = np.array([[-6.0, 6.0]] * 5)
 
@@ -21,7 +22,7 @@ def test_every_tree_costs_epsilon_and_the_ensemble_too(qc):
     X, y = make_classification(1500, 5, random_state=0)
     est = InPrivateClassifier(epsilon=0.7, n_participants=3, n_rounds=2, depth=4, quality_control=qc,
                               advance_threshold=-1.0 if qc else None, feature_domain=DOM,
-                              random_state=0).fit(X, y)
+                              classes=[0, 1], random_state=0).fit(X, y)
     assert est.accountant_.epsilon_spent == pytest.approx(0.7)
     assert len(est.messages_) == 6
     for m in est.messages_:
@@ -70,11 +71,12 @@ def test_partition_is_record_stable():
 def test_trees_in_a_round_use_disjoint_records():
     X, y = make_classification(2000, 5, random_state=0)
     est = InPrivateClassifier(epsilon=1.0, n_participants=2, n_rounds=2, depth=2, feature_domain=DOM,
-                              random_state=0)
+                              classes=[0, 1], random_state=0)
     est.fit(X, y)
     # re-derive the chunks as fit does and check they are disjoint and each tree saw one
-    ss = np.random.SeedSequence(0)
-    nodes, _ = est._make_nodes(X, np.where(y == 1, 1.0, -1.0), est._protocol_config(X)[0], ss)
+    streams = estimator_streams(0)
+    nodes, _ = est._make_nodes(X, np.where(y == 1, 1.0, -1.0), est._protocol_config(X)[0],
+                               streams, None)
     rows = [tuple(map(tuple, nd.X[nd.rounds == r])) for nd in nodes for r in range(2)]
     flat = [row for chunk in rows for row in chunk]
     assert len(flat) == len(set(flat))

@@ -22,20 +22,7 @@ ESTIMATORS = [
 ]
 
 
-def _expected_failed_checks(estimator):
-    out = {}
-    if isinstance(estimator, InPrivateRegressor | InPrivateNPRegressor):
-        out["check_regressors_train"] = (
-            "each participant trains one tree on her own half of the records with Eq. (16) "
-            "(no shrinkage); the two-tree ensemble stays below the R^2 the check demands")
-    if isinstance(estimator, InPrivateClassifier):
-        out["check_classifiers_train"] = (
-            "differential privacy: the exponential-mechanism splits and noisy Newton leaves "
-            "of two small trees miss the check's accuracy threshold")
-    return out
-
-
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

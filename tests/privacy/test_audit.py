@@ -47,6 +47,13 @@ def test_registries_hold_the_required_targets():
         assert name in BROKEN
     assert not set(REAL) & set(BROKEN)
     assert audit.AUDIT_TARGETS["smooth_sensitivity_2017"].expected_to_pass is False
+    # the stand-in forest is labelled a demo, never an end-to-end audit of an estimator
+    for name in ["forest_disjoint", "forest_position_blocks"]:
+        target = audit.get_audit_target(name)
+        assert target.kind == "demo" and target.algorithm is None
+    assert audit.AUDIT_TARGETS["forest_disjoint_ledger"].kind == "ledger-entry"
+    assert not any(t.kind == "end-to-end" for t in audit.AUDIT_TARGETS.values()
+                   if audit.target_source(t.name) in audit.AUDIT_TARGET_MODULES)
 
 
 @pytest.mark.parametrize("name", REAL)
@@ -164,18 +171,70 @@ def test_cli_glue_exit_codes_and_json():
     assert audit.cli_audit("laplace", quick=True, samples=20_000, echo=lines.append) == 0
     assert "pass" in lines[0]
     lines.clear()
-    # a known-unprivate target flagged as expected does not fail the command
+    # One NAME: exit 1 whenever the bound exceeds the claim, even for a broken fixture
+    # whose failure is expected (the same contract as the CLI: one implementation).
     assert (
         audit.cli_audit(
             "laplace_half_scale", broken=True, quick=True, as_json=True, echo=lines.append
         )
-        == 0
+        == 1
     )
-    assert json.loads(lines[0])["passed"] is False
-    # a broken fixture wrongly marked as expected-to-pass would make the exit code non-zero
+    data = json.loads(lines[0])
+    assert data["passed"] is False and data["as_expected"] is True
+    assert data["kind"] == "mechanism" and data["algorithm"] is None
+    assert data["source"] == "dpexp.privacy.audit_fixtures"
+    # a broken fixture wrongly marked as expected-to-pass is an unexpected outcome
     t = audit.BROKEN_TARGETS["laplace_half_scale"]
     from dataclasses import replace
 
     assert run_target(replace(t, expected_to_pass=True), quick=True).as_expected is False
     with pytest.raises(ValueError, match="NAME"):
         audit.cli_audit(None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epsilon": 0.0}, "--epsilon"),
+        ({"epsilon": float("nan")}, "--epsilon"),
+        ({"samples": 99}, "--samples"),
+        ({"samples": 1.5}, "--samples"),
+        ({"seed": -1}, "--seed"),
+    ],
+)
+def test_cli_glue_validates_its_numbers(kwargs, message):
+    with pytest.raises(audit.AuditUsageError, match=message):
+        audit.cli_audit("laplace", echo=lambda _: None, **kwargs)
+
+
+def test_epsilon_override_is_for_one_target_only():
+    with pytest.raises(audit.AuditUsageError, match="--epsilon"):
+        audit.cli_audit(all_targets=True, epsilon=1.0, echo=lambda _: None)
+
+
+def test_non_finite_bounds_are_strict_json():
+    result = audit.AuditResult(
+        name="x", claimed_epsilon=1.0, claimed_delta=0.0, epsilon_lower_bound=-np.inf,
+        confidence=0.9, passed=True, expected_to_pass=True, samples=100,
+        details={"stage1_bound": np.float64(np.inf)},
+    )
+    text = json.dumps(result.to_dict(), allow_nan=False)
+    assert json.loads(text)["epsilon_lower_bound"] == "-inf"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("kind", "estimator", "kind"),
+        ("algorithm", "", "algorithm"),
+        ("pairs", ((0, 0),), "pairs"),
+        ("pairs", ((0, 5),), "pairs"),
+        ("quick_samples", 10, "quick_samples"),
+    ],
+)
+def test_audit_target_rejects_bad_fields(field, value, message):
+    base = audit.AUDIT_TARGETS["laplace"]
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match=message):
+        replace(base, **{field: value})

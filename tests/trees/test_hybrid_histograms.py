@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.trees import histogram as H
+from dpexp.trees import histograms as HG
+from dpexp.trees import parallel as PAR
 from dpexp.trees.binning import sparse_feature_codes
 
 
@@ -19,15 +20,6 @@ def _mixed_codes(rng, n=3000, n_cont=5, n_onehot=12, n_words=0):
         hot[np.arange(n), rng.integers(0, n_onehot, n)] = 1
     words = (rng.random((n, n_words)) < 0.2).astype(np.int64)
     return np.asfortranarray(np.hstack([cont, hot, words]).astype(np.uint8))
-
-
-def _bruteforce(codes, stats, order, starts, ends, n_bins):
-    out = np.zeros((len(starts), codes.shape[1], n_bins, stats.shape[1]))
-    for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
-        rows = order[s:e]
-        for f in range(codes.shape[1]):
-            np.add.at(out[j, f], codes[rows, f], stats[rows])
-    return out
 
 
 def test_one_hot_columns_become_exclusive_bundles():
@@ -60,14 +52,14 @@ def test_histograms_exact_and_identical_serial_parallel(monkeypatch, k_stats, n_
     stats = rng.normal(size=(codes.shape[0], k_stats))
     order = np.sort(rng.choice(codes.shape[0], 2500, replace=False)).astype(np.int64)
     starts, ends = np.array([0, 700, 700, 1900]), np.array([700, 700, 1900, 2500])
-    expect = _bruteforce(codes, stats, order, starts, ends, 40)
+    expect = HG.reference_histograms(codes, stats, order, starts, ends, 40)
 
     results = []
     for min_work, chunk in ((1 << 60, 8192), (0, 8192), (0, 97), (1 << 60, 97)):
-        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
-        monkeypatch.setattr(H, "SPARSE_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", min_work)
+        monkeypatch.setattr(HG, "SPARSE_CHUNK_ROWS", chunk)
         for sparse in (sc, None):
-            got = H.build_hist_dense(codes, stats, order, starts, ends, 40, sparse_codes=sparse)
+            got = HG.build_hist_dense(codes, stats, order, starts, ends, 40, sparse_codes=sparse)
             np.testing.assert_allclose(got, expect, atol=1e-9)
             results.append((chunk, sparse is None, got))
     # the thread count never changes a bit; only the chunking of row-sparse lists does
@@ -75,9 +67,9 @@ def test_histograms_exact_and_identical_serial_parallel(monkeypatch, k_stats, n_
         for c, p, other in results:
             if p == plain and (c == chunk or sc.n_bundles or plain):
                 np.testing.assert_array_equal(got, other)
-    monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", 0)
-    a = H.build_hist_dense(codes, stats, order, starts, ends, 40, fblock=4, sparse_codes=sc)
-    b = H.build_hist_dense(codes, stats, order, starts, ends, 40, fblock=64, sparse_codes=sc)
+    monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", 0)
+    a = HG.build_hist_dense(codes, stats, order, starts, ends, 40, fblock=4, sparse_codes=sc)
+    b = HG.build_hist_dense(codes, stats, order, starts, ends, 40, fblock=64, sparse_codes=sc)
     np.testing.assert_array_equal(a, b)
 
 
@@ -100,14 +92,29 @@ def test_unit_last_statistic_is_counted_bit_for_bit(monkeypatch, k_stats, n_word
     order = np.sort(rng.choice(codes.shape[0], 2600, replace=False)).astype(np.int64)
     starts, ends = np.array([0, 900, 900, 2000]), np.array([900, 900, 2000, 2600])
     for min_work, chunk in ((1 << 60, 8192), (0, 97)):
-        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
-        monkeypatch.setattr(H, "HIST_CHUNK_ROWS", chunk)
-        monkeypatch.setattr(H, "SPARSE_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", min_work)
+        monkeypatch.setattr(HG, "HIST_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(HG, "SPARSE_CHUNK_ROWS", chunk)
         for sparse in (sc, None):
-            read = H.build_hist_dense(codes, stats, order, starts, ends, 40, sparse_codes=sparse)
-            counted = H.build_hist_dense(codes, stats, order, starts, ends, 40,
+            read = HG.build_hist_dense(codes, stats, order, starts, ends, 40, sparse_codes=sparse)
+            counted = HG.build_hist_dense(codes, stats, order, starts, ends, 40,
                                          sparse_codes=sparse, unit_last=True)
             np.testing.assert_array_equal(counted, read)
     with pytest.raises(ValueError, match="statistics"):
-        H.dense_hist_into(codes, stats, order, starts, ends,
+        HG.dense_hist_into(codes, stats, order, starts, ends,
                           np.empty((4, codes.shape[1], 40, k_stats + 1)), np.arange(4))
+
+
+def test_reference_histograms_on_a_hand_computed_example():
+    """The oracle itself: two nodes, one feature with codes 0/1/2, two statistics."""
+    codes = np.array([[0], [2], [2], [1], [0]], dtype=np.uint8)
+    stats = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0], [4.0, 40.0], [5.0, 50.0]])
+    order = np.array([4, 1, 0, 2, 3])
+    got = HG.reference_histograms(codes, stats, order, [0, 2], [2, 5], 3)
+    expected = np.zeros((2, 1, 3, 2))
+    expected[0, 0, 0] = [5.0, 50.0]  # row 4
+    expected[0, 0, 2] = [2.0, 20.0]  # row 1
+    expected[1, 0, 0] = [1.0, 10.0]  # row 0
+    expected[1, 0, 2] = [3.0, 30.0]  # row 2
+    expected[1, 0, 1] = [4.0, 40.0]  # row 3
+    np.testing.assert_array_equal(got, expected)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.trees import histogram as H
+from dpexp.trees import histograms as HG
+from dpexp.trees import levels as LV
+from dpexp.trees import partition as PT
+from dpexp.trees import predict as PR
 
 
 @pytest.mark.parametrize("n_rows", [0, 1, 3, 4, 1003])
@@ -19,14 +22,14 @@ def test_interleaved_tree_walk_matches_parallel(n_rows):
     value = rng.normal(size=7)
     ser = np.zeros(n_rows)
     par = np.zeros(n_rows)
-    H._add_tree_ser(codes, feat, bins, child, value, 0.5, ser)
-    H._add_tree_par(codes, feat, bins, child, value, 0.5, par)
+    PR._add_tree_ser(codes, feat, bins, child, value, 0.5, ser)
+    PR._add_tree_par(codes, feat, bins, child, value, 0.5, par)
     np.testing.assert_array_equal(ser, par)
-    leaf = H.apply_binned_dense(codes, feat, bins, child, n_rows)
+    leaf = PR.apply_binned_dense(codes, feat, bins, child, n_rows)
     np.testing.assert_array_equal(ser, 0.5 * value[leaf])
 
 
-@pytest.mark.parametrize("kernel", [H._subtract_ser, H._subtract_par])
+@pytest.mark.parametrize("kernel", [LV._subtract_ser, LV._subtract_par])
 def test_subtract_with_parent_index(kernel):
     rng = np.random.default_rng(0)
     parent = rng.normal(size=(3, 5, 7, 2))
@@ -58,12 +61,12 @@ def test_child_totals_and_node_totals_match_numpy():
     bins = np.array([0, 8, 4])
     left = np.cumsum(hist[js, feats], axis=1)[np.arange(3), bins]
     expected = np.stack([left, totals[js] - left], axis=1).reshape(-1, 2)
-    np.testing.assert_array_equal(H.child_totals(hist, totals, js, feats, bins), expected)
+    np.testing.assert_array_equal(LV.child_totals(hist, totals, js, feats, bins), expected)
     stats = rng.normal(size=(50, 2))
     order = rng.permutation(50)
-    np.testing.assert_allclose(H.node_totals(stats, order, 5, 40), stats[order[5:40]].sum(0))
-    assert H.is_sorted(np.arange(5)) and not H.is_sorted(np.array([0, 2, 1]))
-    assert H.is_sorted(np.zeros(0, dtype=np.int64))
+    np.testing.assert_allclose(HG.node_totals(stats, order, 5, 40), stats[order[5:40]].sum(0))
+    assert PT.is_sorted(np.arange(5)) and not PT.is_sorted(np.array([0, 2, 1]))
+    assert PT.is_sorted(np.zeros(0, dtype=np.int64))
 
 
 def test_branch_free_partition_is_stable():
@@ -74,7 +77,7 @@ def test_branch_free_partition_is_stable():
     ref = order.copy()
     starts = np.array([0, order.size // 2])
     ends = np.array([order.size // 2, order.size])
-    n_left = H.partition_dense(codes, order, starts, ends, np.array([1, 2]), np.array([4, 6]))
+    n_left = PT.partition_dense(codes, order, starts, ends, np.array([1, 2]), np.array([4, 6]))
     for j, (f, b) in enumerate([(1, 4), (2, 6)]):
         seg = ref[starts[j]:ends[j]]
         go_left = codes[seg, f] <= b

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from dpexp.trees import grower as G
-from dpexp.trees import histogram as H
+from dpexp.trees import histograms as HG
+from dpexp.trees import parallel as PAR
+from dpexp.trees import partition as PT
+from dpexp.trees import row_stores as RS
 from dpexp.trees.binning import fit_bin_mapper
 from dpexp.trees.policies import GreedySplit, NewtonLeaf
 
@@ -37,11 +40,11 @@ def test_partition_rows_is_the_stable_partition_with_statistics(monkeypatch, par
     # three nodes, one of them closed (feature -1), and positions outside any node
     starts, ends = np.array([3, 120, 300]), np.array([120, 300, m - 5])
     feats, bins = np.array([1, -1, 3]), np.array([4, -1, 2])
-    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0 if parallel else 1 << 60)
-    monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", chunk)
+    monkeypatch.setattr(PAR, "PARTITION_PARALLEL_MIN_ROWS", 0 if parallel else 1 << 60)
+    monkeypatch.setattr(PAR, "PARTITION_CHUNK_ROWS", chunk)
     out = np.full_like(order, -7)
     out_stats = np.full_like(stats, np.nan)
-    n_left = H.partition_rows(codes, order, starts, ends, feats, bins, out, ordered=stats,
+    n_left = PT.partition_rows(codes, order, starts, ends, feats, bins, out, ordered=stats,
                               out_ordered=out_stats)
     expect, expect_left = _stable_split(codes, order, starts, ends, feats, bins)
     np.testing.assert_array_equal(n_left, expect_left)
@@ -57,7 +60,7 @@ def test_partition_rows_is_the_stable_partition_with_statistics(monkeypatch, par
     # the in-place one-pass partition agrees
     again = order.copy()
     np.testing.assert_array_equal(
-        H.partition_dense(codes, again, starts, ends, feats, bins), expect_left)
+        PT.partition_dense(codes, again, starts, ends, feats, bins), expect_left)
     np.testing.assert_array_equal(again[inside], expect[inside])
 
 
@@ -89,12 +92,12 @@ def test_large_table_paths_grow_the_same_tree(monkeypatch, subset):
     given = rows.copy()
 
     small = _tree(data, y, m, rows)  # in-place partitions, statistics gathered per build
-    monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
-    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
-    monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(H, "LEVEL_PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)  # several partial sums per node
+    monkeypatch.setattr(RS, "MOVE_STATS_MIN_ROWS", 0)
+    monkeypatch.setattr(PAR, "PARTITION_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(PAR, "PARTITION_CHUNK_ROWS", 301)
+    monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(PAR, "LEVEL_PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(HG, "HIST_CHUNK_ROWS", 97)  # several partial sums per node
     large = _tree(data, y, m, rows)
     np.testing.assert_array_equal(rows, given)  # the caller's rows are never written
     for field in ("feature", "threshold", "child_start", "value"):
@@ -109,9 +112,9 @@ def test_large_table_paths_grow_the_same_tree(monkeypatch, subset):
         np.testing.assert_array_equal(small.order[s:e], large.order[s:e])
     # partial sums change the order of additions only: the serial and parallel kernels
     # still agree bit for bit on that plan
-    monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", 1 << 60)
-    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 1 << 60)
-    monkeypatch.setattr(H, "LEVEL_PARALLEL_MIN_WORK", 1 << 60)
+    monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", 1 << 60)
+    monkeypatch.setattr(PAR, "PARTITION_PARALLEL_MIN_ROWS", 1 << 60)
+    monkeypatch.setattr(PAR, "LEVEL_PARALLEL_MIN_WORK", 1 << 60)
     serial = _tree(data, y, m, rows)
     np.testing.assert_array_equal(serial.tree.value, large.tree.value)
     np.testing.assert_array_equal(serial.tree.feature, large.tree.feature)
@@ -125,12 +128,12 @@ def test_histogram_task_plans_are_exact(monkeypatch, max_row_columns, chunk):
     stats = rng.normal(size=(1500, 2))
     order = np.sort(rng.choice(1500, 1200, replace=False)).astype(np.int64)
     starts, ends = np.array([0, 500, 500, 900]), np.array([500, 500, 900, 1200])
-    monkeypatch.setattr(H, "ROW_TASK_MAX_COLUMNS", max_row_columns)
-    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", chunk)
+    monkeypatch.setattr(HG, "ROW_TASK_MAX_COLUMNS", max_row_columns)
+    monkeypatch.setattr(HG, "HIST_CHUNK_ROWS", chunk)
     got = {}
     for min_work in (0, 1 << 60):
-        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
-        got[min_work] = H.build_hist_dense(codes, stats, order, starts, ends, 30)
+        monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", min_work)
+        got[min_work] = HG.build_hist_dense(codes, stats, order, starts, ends, 30)
     np.testing.assert_array_equal(got[0], got[1 << 60])
     expect = np.zeros_like(got[0])
     for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
@@ -142,10 +145,10 @@ def test_histogram_task_plans_are_exact(monkeypatch, max_row_columns, chunk):
 def _force_large_table_path(monkeypatch):
     """Moved statistics, parallel chunked partitions and partial histogram sums on a
     table a few thousand rows long."""
-    monkeypatch.setattr(G, "MOVE_STATS_MIN_ROWS", 0)
-    monkeypatch.setattr(H, "PARTITION_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(H, "PARTITION_CHUNK_ROWS", 301)
-    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", 97)
+    monkeypatch.setattr(RS, "MOVE_STATS_MIN_ROWS", 0)
+    monkeypatch.setattr(PAR, "PARTITION_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(PAR, "PARTITION_CHUNK_ROWS", 301)
+    monkeypatch.setattr(HG, "HIST_CHUNK_ROWS", 97)
 
 
 @pytest.mark.parametrize("large", [False, True])
@@ -233,3 +236,34 @@ def test_histogram_buffers_keep_unused_bins_zero(monkeypatch, large):
             for f in range(m.n_features):
                 assert not h[:, f, n_bins[f]:].any()
             assert h[:, :, 0].any()  # the buffers were used
+
+
+@pytest.mark.parametrize("unit_last", [False, True])
+def test_row_stores_agree_bit_for_bit(unit_last):
+    """The in-place and moved-statistics storages: the same partition, the same
+    histograms (the grower may use either; the choice must never show)."""
+    rng = np.random.default_rng(5)
+    X = rng.random((900, 5))
+    m = fit_bin_mapper(X, feature_domain=np.tile([0.0, 1.0], (5, 1)), max_bins=16)
+    data = m.transform(X)
+    stats = np.column_stack([rng.normal(size=900), np.ones(900) if unit_last
+                             else rng.random(900)])
+    rows = np.sort(rng.choice(900, 700, replace=False))
+    given = rows.copy()
+    stores = [RS.InPlaceRows(data, stats, rows.copy(), RS.GrowWorkspace(), unit_last),
+              RS.MovedStatsRows(data, stats, rows, RS.GrowWorkspace(), unit_last)]
+    starts, ends = np.array([0, 300]), np.array([300, 700])
+    feats, bins = np.array([2, -1]), np.array([7, -1])
+    results = []
+    for store in stores:
+        n_left = store.partition(starts, ends, feats, bins, with_stats=True)
+        c_starts = np.array([0, n_left[0], 300])
+        c_ends = np.array([n_left[0], 300, 700])
+        hist = np.zeros((3, 5, 16, 2))
+        store.build(c_starts, c_ends, hist, np.arange(3), 700)
+        results.append((n_left, np.array(store.order), hist))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(rows, given)  # the caller's rows were never written
+    expect = HG.reference_histograms(data.codes, stats, results[0][1], c_starts, c_ends, 16)
+    np.testing.assert_allclose(results[0][2], expect, atol=1e-9)

@@ -1,5 +1,5 @@
 """Row-major histogram codes (:class:`dpexp.trees.binning.RowCodes`) and the compiled
-per-depth bookkeeping (:func:`dpexp.trees.histogram.level_children`): the same
+per-depth bookkeeping (:func:`dpexp.trees.levels.level_children`): the same
 histograms and trees as the column kernels and the step-by-step bookkeeping."""
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 
 from dpexp.trees import binning as B
 from dpexp.trees import grower as G
-from dpexp.trees import histogram as H
+from dpexp.trees import histograms as HG
+from dpexp.trees import levels as LV
+from dpexp.trees import parallel as PAR
+from dpexp.trees import partition as PT
 from dpexp.trees.binning import fit_bin_mapper, row_major_codes, sparse_feature_codes
 from dpexp.trees.policies import GreedySplit, NewtonLeaf
 
@@ -68,12 +71,12 @@ def test_row_kernel_equals_column_kernel_bit_for_bit(monkeypatch, k_stats, unit,
         stats[:, -1] = 1.0
     order = np.sort(rng.choice(2000, 1500, replace=False)).astype(np.int64)
     starts, ends = np.array([0, 400, 400, 1100]), np.array([400, 400, 1100, 1500])
-    monkeypatch.setattr(H, "HIST_CHUNK_ROWS", chunk)  # partial sums per node or not
+    monkeypatch.setattr(HG, "HIST_CHUNK_ROWS", chunk)  # partial sums per node or not
     got = {}
     for min_work in (0, 1 << 60):
-        monkeypatch.setattr(H, "HIST_PARALLEL_MIN_WORK", min_work)
+        monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", min_work)
         for rows in (None, rc):
-            got[min_work, rows is None] = H.build_hist_dense(
+            got[min_work, rows is None] = HG.build_hist_dense(
                 codes, stats, order, starts, ends, 40, sparse_codes=sc, unit_last=unit,
                 row_codes=rows)
     ref = got[1 << 60, True]  # serial, column kernels
@@ -91,7 +94,7 @@ def test_row_codes_must_fit_the_table():
     codes = _codes(rng, 100)
     other = row_major_codes(_codes(rng, 100, n_onehot=0))
     with pytest.raises(ValueError, match="do not fit"):
-        H.dense_layout(codes, sparse_feature_codes(codes), other)
+        HG.dense_layout(codes, sparse_feature_codes(codes), other)
 
 
 def _table(rng, n):
@@ -149,11 +152,11 @@ def test_level_children_matches_step_by_step_bookkeeping(seed, n_nodes, counts):
     left_rows = np.array([hist[j, feat[j], : bins[j] + 1, 1].sum() if feat[j] >= 0 else sizes[j]
                           for j in range(n_nodes)]).astype(np.int64)
     n_left = np.zeros(0, dtype=np.int64) if counts else left_rows
-    js, closed, cs, ce, ct, small, big, small_rows = H.level_children(
+    js, closed, cs, ce, ct, small, big, small_rows = LV.level_children(
         hist, totals, feat, bins, starts, ends, n_left)
     np.testing.assert_array_equal(js, np.flatnonzero(feat >= 0))
     np.testing.assert_array_equal(closed, np.flatnonzero(feat < 0))
-    np.testing.assert_array_equal(ct, H.child_totals(hist, totals, js, feat[js], bins[js]))
+    np.testing.assert_array_equal(ct, LV.child_totals(hist, totals, js, feat[js], bins[js]))
     mid = starts[js] + left_rows[js]
     np.testing.assert_array_equal(cs, np.column_stack([starts[js], mid]).ravel())
     np.testing.assert_array_equal(ce, np.column_stack([mid, ends[js]]).ravel())
@@ -168,7 +171,7 @@ def test_sparse_partition_keeps_leaf_nodes_in_place():
     dense = rng.integers(0, 4, size=(60, 2))
     csc = sp.csc_matrix(dense)
     order = np.arange(60, dtype=np.int64)
-    n_left = H.partition_sparse(csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
+    n_left = PT.partition_sparse(csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
                                 csc.data.astype(np.uint8), np.zeros(2, dtype=np.uint8), order,
                                 np.array([0, 30]), np.array([30, 60]), np.array([-1, 1]),
                                 np.array([-1, 1]), 60)

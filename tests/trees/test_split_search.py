@@ -1,4 +1,4 @@
-"""Greedy split search (:func:`dpexp.trees.histogram.best_splits`) against brute force."""
+"""Greedy split search (:func:`dpexp.trees.split_search.best_splits`) against brute force."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpexp.trees import histogram as H
+from dpexp.trees import split_search as SS
 
 LAM = 0.1
 
@@ -57,9 +57,9 @@ def test_best_splits_is_the_best_candidate(seed, n_nodes, n_features, n_bins, mc
     expected = _brute_force(hist, n_valid, totals, 1e-3, mcc)
     no_counts = np.zeros((0, 0, 0))
     for tot in (None, totals):
-        for kernel in (H._best_ser, H._best_par):
-            args = (hist, LAM, n_valid, 1e-3, mcc, no_counts,
-                    H._NO_TOTALS if tot is None else tot, 3, -np.inf)
+        for kernel in (SS._best_ser, SS._best_par):
+            args = (hist, n_valid, no_counts, SS._NO_TOTALS if tot is None else tot,
+                    SS.SplitRule(LAM, 1e-3, mcc, -np.inf), 3)
             feat, bins, gains = kernel(*args)
             for j, exp in enumerate(expected):
                 if exp is None:
@@ -75,17 +75,18 @@ def test_serial_and_parallel_pick_the_same_split():
     hist, n_valid, totals = _histograms(3, 7, 30, 20)
     hist[:, :, :, 0] += np.random.default_rng(1).normal(size=hist.shape[:3]) * 1e-3
     no_counts = np.zeros((0, 0, 0))
-    for tot in (H._NO_TOTALS, totals):
-        ser = H._best_ser(hist, LAM, n_valid, 1e-3, 1.0, no_counts, tot, 4, -np.inf)
-        par = H._best_par(hist, LAM, n_valid, 1e-3, 1.0, no_counts, tot, 4, -np.inf)
+    for tot in (SS._NO_TOTALS, totals):
+        rule = SS.SplitRule(LAM, 1e-3, 1.0, -np.inf)
+        ser = SS._best_ser(hist, n_valid, no_counts, tot, rule, 4)
+        par = SS._best_par(hist, n_valid, no_counts, tot, rule, 4)
         for a, b in zip(ser, par, strict=True):
             np.testing.assert_array_equal(a, b)
 
 
 def test_node_totals_change_nothing_when_features_agree():
     hist, n_valid, totals = _histograms(5, 4, 12, 9)
-    own = H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)))
-    given_totals = H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals)
+    own = SS.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)))
+    given_totals = SS.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals)
     for a, b in zip(own, given_totals, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -97,24 +98,24 @@ def test_count_histogram_limits_children():
     hist[0, 0, 0] = [1.0, 0.5]
     hist[0, 0, 1] = [-1.0, 0.5]
     counts = np.array([[[1.0, 1.0]]])
-    feat, _, _ = H.best_splits(hist, LAM, np.array([1]), 1e-3, 2.0, counts)
+    feat, _, _ = SS.best_splits(hist, LAM, np.array([1]), 1e-3, 2.0, counts)
     assert feat[0] == -1
-    feat, bins, gain = H.best_splits(hist, LAM, np.array([1]), 1e-3, 1.0, counts)
+    feat, bins, gain = SS.best_splits(hist, LAM, np.array([1]), 1e-3, 1.0, counts)
     assert (feat[0], bins[0]) == (0, 0) and gain[0] > 0
 
 
 def test_totals_must_match_nodes():
     hist, n_valid, totals = _histograms(0, 3, 2, 4)
     with pytest.raises(ValueError, match="totals"):
-        H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals[:2])
+        SS.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals[:2])
 
 
 def test_min_gain_makes_leaves_of_nodes_that_do_not_improve_enough():
     hist, n_valid, totals = _histograms(7, 6, 5, 8)
-    feat, bins, gains = H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)),
+    feat, bins, gains = SS.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)),
                                       totals)
     cut = float(np.median(gains[np.isfinite(gains)]))
-    f2, b2, g2 = H.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals,
+    f2, b2, g2 = SS.best_splits(hist, LAM, n_valid, 1e-3, 1.0, np.zeros((0, 0, 0)), totals,
                                min_gain=cut)
     np.testing.assert_array_equal(g2, gains)  # the improvements are still reported
     keep = gains > cut

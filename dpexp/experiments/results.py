@@ -1,0 +1,141 @@
+"""Everything cached for an experiment at a scale, whatever command computed it.
+
+``dpexp run`` with overrides (``--dataset``, ``--epsilons``, ``--seed``, ...) caches cells
+that are not in the spec's own grid. :func:`cached_results` reads *every* cell file of
+``results/cache/EXP/SCALE/`` (all seeds, every override), so ``dpexp results``,
+``render``, ``report`` and ``list`` agree on what exists, and narrows it with the same
+filters as ``dpexp run``. ``missing`` lists the cells of the spec's own grid (restricted by
+the filters) that are not cached, for every seed concerned.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpexp.experiments import cache
+from dpexp.experiments.cells import Cell, expand
+from dpexp.experiments.schema import RESULT_COLUMNS
+from dpexp.experiments.spec import ExperimentSpec
+
+__all__ = ["RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results", "read_cells"]
+
+
+@dataclass(frozen=True)
+class ResultFilter:
+    """The selection options of ``dpexp run`` applied to cached results (None: all).
+
+    Datasets match a dataset name or its key with parameters (``synthF[n_samples=3000]``);
+    algorithms match a spec label or a registered name; epsilons keep the non-private
+    cells (epsilon = inf) as ``dpexp run --epsilons`` does.
+    """
+
+    datasets: tuple[str, ...] | None = None
+    algorithms: tuple[str, ...] | None = None
+    epsilons: tuple[float, ...] | None = None
+    seeds: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("datasets", "algorithms", "epsilons", "seeds"):
+            value = getattr(self, name)
+            if value is not None and len(value) == 0:
+                raise ValueError(f"ResultFilter.{name} must be None or non-empty, got ().")
+        for s in self.seeds or ():
+            if int(s) < 0:
+                raise ValueError(f"ResultFilter.seeds must be >= 0, got {s}.")
+
+    @property
+    def given(self) -> bool:
+        """Whether any filter is set."""
+        return any(v is not None for v in (self.datasets, self.algorithms, self.epsilons, self.seeds))
+
+    def keeps(self, cell: dict[str, Any]) -> bool:
+        """Whether a cached cell (its ``cell`` record) passes the filters."""
+        if self.datasets is not None and not (
+            {cell.get("dataset"), cell.get("dataset_name")} & set(self.datasets)
+        ):
+            return False
+        if self.algorithms is not None:
+            names = {cell.get("label"), cell.get("algorithm"), cell.get("procedure")}
+            if not names & set(self.algorithms):
+                return False
+        if self.epsilons is not None:
+            eps = float(cell.get("epsilon", "nan"))
+            if not math.isinf(eps) and not any(math.isclose(eps, e, rel_tol=1e-9) for e in self.epsilons):
+                return False
+        return self.seeds is None or int(cell.get("seed", -1)) in self.seeds
+
+
+@dataclass
+class CachedResults:
+    """Cached rows (``RESULT_COLUMNS`` order), how many cells they come from, what is missing."""
+
+    frame: pd.DataFrame
+    n_cells: int
+    missing: list[Cell]
+    seeds: tuple[int, ...] = ()
+    cells: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def n_expected(self) -> int:
+        """Cached cells plus the spec's grid cells still missing."""
+        return self.n_cells + len(self.missing)
+
+
+def read_cells(results_dir: Path, experiment: str, scale: str) -> list[dict[str, Any]]:
+    """Every readable cached payload (``key``, ``cell``, ``rows``) of an experiment and scale.
+
+    A file that does not parse (e.g. written by hand) is skipped; the runner recomputes it.
+    """
+    out = []
+    for path in cache.cell_files(results_dir, experiment, scale):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and "cell" in data and "rows" in data:
+            out.append(data)
+    return out
+
+
+def _grid_missing(
+    spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...], have: set[str]
+) -> list[Cell]:
+    from dpexp.experiments.runner import select
+
+    picked = select(
+        spec,
+        list(filters.datasets) if filters.datasets else None,
+        list(filters.algorithms) if filters.algorithms else None,
+        list(filters.epsilons) if filters.epsilons else None,
+    )
+    return [c for seed in seeds for c in expand(picked, scale, seed) if c.key not in have]
+
+
+def cached_results(
+    spec: ExperimentSpec, scale: str, results_dir: Path, filters: ResultFilter | None = None
+) -> CachedResults:
+    """All cached rows of ``spec.id`` at ``scale`` that pass ``filters``.
+
+    ``spec`` may be the spec as loaded or already at ``scale`` (``spec.at_scale(scale)``).
+    ``missing`` is computed for the seeds of the filter, else for every seed with cached
+    cells, else for seed 0 (what ``dpexp run`` uses by default).
+    """
+    if (spec.raw.get("scales") or {}).get(scale):  # not yet resolved at this scale
+        spec = spec.at_scale(scale)
+    filters = filters or ResultFilter()
+    payloads = read_cells(results_dir, spec.id, scale)
+    have = {p["key"] for p in payloads if "key" in p}
+    kept = [p for p in payloads if filters.keeps(p["cell"])]
+    rows = [r for p in kept for r in p["rows"]]
+    frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)
+    cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
+    seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
+    missing = _grid_missing(spec, scale, filters, seeds, have)
+    return CachedResults(frame=frame, n_cells=len(kept), missing=missing, seeds=seeds,
+                         cells=[p["cell"] for p in kept])

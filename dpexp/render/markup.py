@@ -1,0 +1,82 @@
+"""Markdown helpers shared by the tables and the report, and Markdown -> HTML.
+
+Spec text (captions, notes, labels such as ``g*_l`` or ``synthF[n_samples=3000]``) is data,
+not markup: :func:`md_escape` backslash-escapes every character CommonMark could read as
+emphasis, a link, code or a table separator, so it shows literally in ``REPORT.md`` and in
+the HTML. The HTML is rendered by markdown-it-py (a dependency of rich, which dpexp
+requires) with raw HTML disabled, so nothing in a spec can inject markup either.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+#: Said in every smoke-scale figure title, table heading and report section.
+SMOKE_LABEL = "smoke — not the paper's setting"
+
+# CommonMark's ASCII punctuation that can start or end an inline construct (emphasis,
+# code, links, images, autolinks, raw HTML, entities) or a table cell.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~&])")
+
+_IMAGE_LINE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)\s*$")
+
+_STYLE = (
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}"
+    "table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}"
+    "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}"
+    "code{background:#f3f3f3}"
+    # The caveat box: not-DP rows and data-derived domains must be seen, not skimmed.
+    "blockquote{border-left:5px solid #c0392b;background:#fdf0ef;margin:1em 0;padding:0.4em 1em}"
+)
+
+
+def md_escape(text: object) -> str:
+    """``text`` as literal Markdown (no emphasis, links, code or cell breaks), one line."""
+    out = _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    # At the start of a block, "- x", "1. x" or "= x" would open a list or a heading.
+    return re.sub(r"^(\d*)([-=.)])", r"\1\\\2", out)
+
+
+def md_code(text: object) -> str:
+    """``text`` as an inline code span (for ids and commands), whatever backticks it has."""
+    s = str(text)
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def caveat_box(title: str, lines: list[str]) -> list[str]:
+    """A block quote (rendered as a red-bordered box in the HTML) with a bold title."""
+    out = [f"> **{title}**", ">"]
+    out += [f"> - {line}" for line in lines]
+    return [*out, ""]
+
+
+def _embed_images(markdown: str, base_dir: Path) -> str:
+    """Replace image lines whose file exists with base64 data URIs (self-contained HTML)."""
+    out = []
+    for line in markdown.splitlines():
+        m = _IMAGE_LINE.match(line)
+        if m and not m["src"].startswith("data:"):
+            p = (Path(base_dir) / m["src"]).resolve()
+            if p.is_file() and p.suffix.lower() == ".png":
+                data = base64.b64encode(p.read_bytes()).decode()
+                line = f"![{m['alt']}](data:image/png;base64,{data})"
+        out.append(line)
+    return "\n".join(out)
+
+
+def markdown_to_html(markdown: str, base_dir: Path, title: str = "dpexp report") -> str:
+    """Self-contained HTML of ``markdown`` (images under ``base_dir`` embedded)."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    body = md.render(_embed_images(markdown, base_dir))
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body>\n{body}</body></html>\n"
+    )

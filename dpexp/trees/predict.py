@@ -1,0 +1,207 @@
+"""Routing rows down grown trees: leaf ids and score updates (compiled, numba).
+
+Binned data (codes) is routed with the bins of the splits (``code <= bin`` goes left),
+raw data with their thresholds (``x <= threshold`` goes left), which the bin mapper makes
+equivalent. Trees are arrays (:class:`~dpexp.trees.tree.ArrayTree`): a node with
+``child_start >= 0`` is a numeric split whose children are ``child_start`` (left) and
+``child_start + 1`` (right). Score updates add one value per row, so any number of
+threads gives the same scores bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from dpexp.trees import parallel as par
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def apply_binned_dense(codes, feature, bin_, child_start, n_rows):  # pragma: no cover
+    """Leaf reached by each row of dense binned ``codes`` (numeric splits only)."""
+    out = np.empty(n_rows, dtype=np.int64)
+    for i in prange(n_rows):
+        node = 0
+        while child_start[node] >= 0:
+            if codes[i, feature[node]] <= bin_[node]:
+                node = child_start[node]
+            else:
+                node = child_start[node] + 1
+        out[i] = node
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _leaf_of(codes, i, feature, bin_, child_start):  # pragma: no cover
+    node = 0
+    while child_start[node] >= 0:
+        node = child_start[node] + (codes[i, feature[node]] > bin_[node])
+    return node
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _add_tree_par(codes, feature, bin_, child_start, value, scale, out):  # pragma: no cover
+    for i in prange(codes.shape[0]):
+        out[i] += scale * value[_leaf_of(codes, i, feature, bin_, child_start)]
+
+
+@njit(cache=True, nogil=True)
+def _add_tree_ser(codes, feature, bin_, child_start, value, scale, out):  # pragma: no cover
+    # Four rows walk down together so that their dependent load chains (node -> feature
+    # -> code -> child) overlap instead of running one after another.
+    n = codes.shape[0]
+    n4 = n // 4 * 4
+    for i in range(0, n4, 4):
+        a = 0
+        b = 0
+        c = 0
+        d = 0
+        while (child_start[a] >= 0 or child_start[b] >= 0 or child_start[c] >= 0
+               or child_start[d] >= 0):
+            if child_start[a] >= 0:
+                a = child_start[a] + (codes[i, feature[a]] > bin_[a])
+            if child_start[b] >= 0:
+                b = child_start[b] + (codes[i + 1, feature[b]] > bin_[b])
+            if child_start[c] >= 0:
+                c = child_start[c] + (codes[i + 2, feature[c]] > bin_[c])
+            if child_start[d] >= 0:
+                d = child_start[d] + (codes[i + 3, feature[d]] > bin_[d])
+        out[i] += scale * value[a]
+        out[i + 1] += scale * value[b]
+        out[i + 2] += scale * value[c]
+        out[i + 3] += scale * value[d]
+    for i in range(n4, n):
+        out[i] += scale * value[_leaf_of(codes, i, feature, bin_, child_start)]
+
+
+def add_tree_binned(codes, feature, bin_, child_start, value, scale, out) -> None:
+    """``out[i] += scale * value[leaf(i)]`` for every row of dense binned ``codes``
+    (no leaf-id array in between). IN: ``codes``, the tree arrays; IN/OUT: ``out``."""
+    if par.use_parallel(codes.shape[0] * 16):
+        _add_tree_par(codes, feature, bin_, child_start, value, scale, out)
+    else:
+        _add_tree_ser(codes, feature, bin_, child_start, value, scale, out)
+
+
+@njit(cache=True, nogil=True)
+def _add_segment(order, s, e, v, out):  # pragma: no cover
+    rows = order[s:e]
+    for p in range(e - s):
+        out[np.uint64(rows[p])] += v
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _add_segments_par(order, seg_start, seg_end, seg_value, scale, out):  # pragma: no cover
+    for i in prange(seg_start.shape[0]):  # leaves hold disjoint rows: no two threads meet
+        _add_segment(order, seg_start[i], seg_end[i], scale * seg_value[i], out)
+
+
+@njit(cache=True, nogil=True)
+def _add_segments_ser(order, seg_start, seg_end, seg_value, scale, out):  # pragma: no cover
+    for i in range(seg_start.shape[0]):
+        _add_segment(order, seg_start[i], seg_end[i], scale * seg_value[i], out)
+
+
+def add_leaf_segments(order, seg_start, seg_end, seg_value, scale, out) -> None:
+    """``out[order[s:e]] += scale * v`` for every leaf segment (rows a tree was grown on);
+    every row gets one addition, so the result is the same on any number of threads.
+    IN: ``order``, the segments and their values; IN/OUT: ``out``."""
+    rows = int(np.sum(seg_end - seg_start)) if seg_start.size else 0
+    kernel = (_add_segments_par if par.use_parallel(rows, par.PARTITION_PARALLEL_MIN_ROWS)
+              else _add_segments_ser)
+    kernel(order, seg_start, seg_end, seg_value, float(scale), out)
+
+
+@njit(cache=True, nogil=True)
+def _score_chunk(codes, order, p0, p1, f, b, add_left, add_right, out):  # pragma: no cover
+    """``out[r] += add_left`` for the rows ``r = order[p0:p1]`` with ``codes[r, f] <= b``
+    (every row when ``f < 0``), ``add_right`` for the others."""
+    rows = order[p0:p1]
+    if f < 0:
+        for p in range(p1 - p0):
+            out[np.uint64(rows[p])] += add_left
+        return
+    col = codes[:, f]
+    for p in range(p1 - p0):
+        r = np.uint64(rows[p])
+        out[r] += add_left if col[r] <= b else add_right
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _score_par(codes, order, starts, ends, feats, bins, add_left, add_right, chunk,
+               out):  # pragma: no cover
+    p0, p1, first = par.row_chunks(starts, ends, chunk)
+    node = par.chunk_nodes(first)
+    for c in prange(p0.shape[0]):  # segments hold disjoint rows: no two threads meet
+        j = node[c]
+        _score_chunk(codes, order, p0[c], p1[c], feats[j], bins[j], add_left[j],
+                     add_right[j], out)
+
+
+@njit(cache=True, nogil=True)
+def _score_ser(codes, order, starts, ends, feats, bins, add_left, add_right, chunk,
+               out):  # pragma: no cover
+    for j in range(starts.shape[0]):
+        _score_chunk(codes, order, starts[j], ends[j], feats[j], bins[j], add_left[j],
+                     add_right[j], out)
+
+
+def add_split_segments(codes, order, starts, ends, feats, bins, value_left, value_right,
+                       scale, out) -> None:
+    """``out[r] += scale * v`` for the rows ``r`` of every segment ``order[s:e]``: ``v``
+    is ``value_left[j]`` for the rows with ``codes[r, feats[j]] <= bins[j]`` (all of them
+    when ``feats[j]`` is -1, a leaf), else ``value_right[j]``. The last depth of a tree
+    scores its rows this way without being partitioned; every row gets one addition of
+    ``scale * v`` (as :func:`add_leaf_segments`), so threads never change a bit.
+    IN: ``codes``, ``order``, the segments and their splits and values; IN/OUT: ``out``."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    rows = int(np.sum(ends - starts)) if starts.size else 0
+    kernel = _score_par if par.use_parallel(rows, par.PARTITION_PARALLEL_MIN_ROWS) else _score_ser
+    kernel(codes, order, starts, ends, np.asarray(feats, dtype=np.int64),
+           np.asarray(bins, dtype=np.int64), float(scale) * np.asarray(value_left, np.float64),
+           float(scale) * np.asarray(value_right, np.float64), par.PARTITION_CHUNK_ROWS, out)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_of_float(X, i, feature, threshold, child_start):  # pragma: no cover
+    node = 0
+    while child_start[node] >= 0:
+        node = child_start[node] + (1 if X[i, feature[node]] > threshold[node] else 0)
+    return node
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def apply_dense(X, feature, threshold, child_start):  # pragma: no cover
+    """Leaf reached by each row of a dense float matrix (numeric ``x <= t`` splits)."""
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for i in prange(X.shape[0]):
+        out[i] = _leaf_of_float(X, i, feature, threshold, child_start)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def apply_dense_serial(X, feature, threshold, child_start):  # pragma: no cover
+    """:func:`apply_dense` on one thread (small inputs: no thread-pool fork/join)."""
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        out[i] = _leaf_of_float(X, i, feature, threshold, child_start)
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def apply_csr(indptr, indices, data, n_rows, feature, threshold, child_start):  # pragma: no cover
+    """Leaf reached by each row of a CSR matrix with sorted column indices."""
+    out = np.empty(n_rows, dtype=np.int64)
+    for i in prange(n_rows):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        node = 0
+        while child_start[node] >= 0:
+            f = feature[node]
+            k = np.searchsorted(indices[lo:hi], f)
+            x = data[lo + k] if (k < hi - lo and indices[lo + k] == f) else 0.0
+            node = child_start[node] + 1 if x > threshold[node] else child_start[node]
+        out[i] = node
+    return out
+

@@ -1,0 +1,210 @@
+"""Split search over histograms: the gain of Eq. (3) of Li et al. 2020 for every candidate
+(:func:`split_gains`, the utility of DPBoost's exponential mechanism) and the greedy,
+non-private best candidate per node (:func:`best_splits`).
+
+A candidate ``(feature f, bin b)`` sends the bins ``<= b`` of ``f`` left; the candidates
+``b < n_valid[f]`` of a feature are public (from the bin mapper), whatever the data.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from dpexp.trees import parallel as par
+
+
+@njit(cache=True, nogil=True)
+def _gains_task(hist, lam, n_valid, j, f, out):  # pragma: no cover
+    n_bins = hist.shape[2]
+    gt = 0.0
+    ht = 0.0
+    for b in range(n_bins):
+        gt += hist[j, f, b, 0]
+        ht += hist[j, f, b, 1]
+    gl = 0.0
+    hl = 0.0
+    for b in range(n_valid[f]):
+        gl += hist[j, f, b, 0]
+        hl += hist[j, f, b, 1]
+        gr = gt - gl
+        hr = ht - hl
+        out[j, f, b] = gl * gl / (hl + lam) + gr * gr / (hr + lam)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _gains_par(hist, lam, n_valid, out):  # pragma: no cover
+    d = hist.shape[1]
+    for task in prange(hist.shape[0] * d):
+        _gains_task(hist, lam, n_valid, task // d, task % d, out)
+
+
+@njit(cache=True, nogil=True)
+def _gains_ser(hist, lam, n_valid, out):  # pragma: no cover
+    d = hist.shape[1]
+    for task in range(hist.shape[0] * d):
+        _gains_task(hist, lam, n_valid, task // d, task % d, out)
+
+
+def split_gains(hist, lam, n_valid) -> np.ndarray:
+    """Gain of Eq. (3) of Li et al. 2020 for every candidate of every node.
+
+    ``hist (nb, d, B, 2)`` holds (gradient sum, hessian sum); the candidate (f, b) sends
+    bins ``<= b`` left. Returns ``(nb, d, B-1)``; candidates ``b >= n_valid[f]`` are NaN.
+    ``G(I_L, I_R) = (sum_L g)^2 / (H_L + lambda) + (sum_R g)^2 / (H_R + lambda)`` where
+    ``H`` is the hessian sum, i.e. the count ``|I|`` when ``h = 1`` (Section 4).
+    All arguments are IN; the gains are a new array.
+    """
+    hist = np.ascontiguousarray(hist, dtype=np.float64)
+    n_valid = np.asarray(n_valid, dtype=np.int64)
+    nb, d, n_bins, _ = hist.shape
+    out = np.empty((nb, d, max(n_bins - 1, 0)))
+    if out.size and int(n_valid.min()) < out.shape[2]:
+        out.fill(np.nan)  # only public non-candidates stay NaN; skipped when there are none
+    if par.use_parallel(hist.size, par.LEVEL_PARALLEL_MIN_WORK):
+        _gains_par(hist, float(lam), n_valid, out)
+    else:
+        _gains_ser(hist, float(lam), n_valid, out)
+    return out
+
+
+class SplitRule(NamedTuple):
+    """The settings of the greedy search (a numba-compatible named tuple of floats):
+    ``reg_lambda`` (lambda of Eq. 3), the children's least hessian sum
+    (``min_child_weight``) and row count (``min_child_count``), and the least gain
+    improvement of a split (``min_gain``)."""
+
+    reg_lambda: float
+    min_child_weight: float
+    min_child_count: float
+    min_gain: float
+
+
+@njit(cache=True, nogil=True)
+def _best_block(hist, n_valid, counts, totals, rule, j, f0, f1, best_gain,
+                best_bin):  # pragma: no cover
+    """IN: ``hist``, ``n_valid``, ``counts``, ``totals``, ``rule``; OUT: ``best_gain``,
+    ``best_bin`` (row ``j``, features ``f0:f1``).
+
+    Best (gain, bin) of the features ``f0:f1`` of node ``j`` into ``best_gain[j, f]``,
+    ``best_bin[j, f]``; (-inf, -1) when none is valid. The parent's sums are
+    ``totals[j]`` when given (every feature then sees the same parent), else each
+    feature's own bin sums. One call per block of features: a call per (node, feature)
+    cost more than the search of a binary feature itself."""
+    lam, mcw, mcc = rule.reg_lambda, rule.min_child_weight, rule.min_child_count
+    n_bins = hist.shape[2]
+    use_counts = counts.shape[0] > 0
+    use_totals = totals.shape[0] > 0
+    gt = totals[j, 0] if use_totals else 0.0
+    ht = totals[j, 1] if use_totals else 0.0
+    for f in range(f0, f1):
+        if not use_totals:
+            gt = 0.0
+            ht = 0.0
+            for b in range(n_bins):
+                gt += hist[j, f, b, 0]
+                ht += hist[j, f, b, 1]
+        ct = ht
+        if use_counts:
+            ct = 0.0
+            for b in range(n_bins):
+                ct += counts[j, f, b]
+        parent = gt * gt / (ht + lam)
+        gl = 0.0
+        hl = 0.0
+        cl = 0.0
+        best = -np.inf
+        arg = -1
+        for b in range(n_valid[f]):
+            gl += hist[j, f, b, 0]
+            hl += hist[j, f, b, 1]
+            cl = cl + counts[j, f, b] if use_counts else hl
+            hr = ht - hl
+            cr = ct - cl
+            gr = gt - gl
+            gain = gl * gl / (hl + lam) + gr * gr / (hr + lam) - parent
+            bad = (hl < mcw) | (hr < mcw) | (cl < mcc) | (cr < mcc)
+            if (not bad) & (gain > best):  # one branch, mostly not taken
+                best = gain
+                arg = b
+        best_gain[j, f] = best
+        best_bin[j, f] = arg
+
+
+@njit(cache=True, nogil=True)
+def _reduce_best(best_gain, best_bin, min_gain):  # pragma: no cover
+    nb, d = best_gain.shape
+    feat = np.full(nb, -1, dtype=np.int64)
+    bins = np.full(nb, -1, dtype=np.int64)
+    gains = np.full(nb, -np.inf)
+    for j in range(nb):
+        for f in range(d):
+            if best_gain[j, f] > gains[j]:
+                gains[j] = best_gain[j, f]
+                feat[j] = f
+                bins[j] = best_bin[j, f]
+        if not gains[j] > min_gain:
+            feat[j] = -1
+            bins[j] = -1
+    return feat, bins, gains
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _best_par(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
+    """Best candidate per node (:func:`best_splits`): (node, block of features) tasks."""
+    nb, d = hist.shape[0], hist.shape[1]
+    best_gain = np.empty((nb, d))
+    best_bin = np.empty((nb, d), dtype=np.int64)
+    n_blocks = (d + fblock - 1) // fblock
+    for task in prange(nb * n_blocks):
+        j = task // n_blocks
+        f0 = (task % n_blocks) * fblock
+        _best_block(hist, n_valid, counts, totals, rule, j, f0, min(f0 + fblock, d),
+                    best_gain, best_bin)
+    return _reduce_best(best_gain, best_bin, rule.min_gain)
+
+
+@njit(cache=True, nogil=True)
+def _best_ser(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
+    """:func:`_best_par` on one thread (one task per node: ``fblock`` is not used)."""
+    nb, d = hist.shape[0], hist.shape[1]
+    best_gain = np.empty((nb, d))
+    best_bin = np.empty((nb, d), dtype=np.int64)
+    for j in range(nb):
+        _best_block(hist, n_valid, counts, totals, rule, j, 0, d, best_gain, best_bin)
+    return _reduce_best(best_gain, best_bin, rule.min_gain)
+
+
+_NO_TOTALS = np.zeros((0, 2))
+
+
+def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, totals=None,
+                min_gain=-np.inf, n_valid_total=None):
+    """Greedy (non-private) best candidate per node with its gain improvement.
+
+    Improvement = G(I_L, I_R) - (sum g)^2 / (H + lambda) (Eq. 3 minus the parent term).
+    Children must have hessian sum >= ``min_child_weight`` and, when ``counts`` (a
+    ``(nb, d, B)`` count histogram, or an empty array meaning "hessian = count") is given,
+    at least ``min_child_count`` rows. ``totals (nb, 2)``: the nodes' (gradient, hessian)
+    sums, the parent of every candidate (default: each feature's own bin sums; both are
+    the node's sums, up to rounding). Returns (feature, bin, improvement); feature (and
+    bin) -1 when no valid candidate improves by more than ``min_gain``. Ties go to the
+    lowest feature, then the lowest bin. ``n_valid_total``: ``sum(n_valid)``, when the
+    caller has it already. All arguments are IN.
+    """
+    hist = np.ascontiguousarray(hist, dtype=np.float64)
+    totals = (_NO_TOTALS if totals is None
+              else np.ascontiguousarray(np.asarray(totals, dtype=np.float64)[:, :2]))
+    if totals.shape[0] not in (0, hist.shape[0]):
+        raise ValueError(f"totals has {totals.shape[0]} rows for {hist.shape[0]} nodes")
+    n_valid = np.asarray(n_valid, dtype=np.int64)
+    rule = SplitRule(float(lam), float(min_child_weight), float(min_child_count),
+                     float(min_gain))
+    total = int(n_valid.sum()) if n_valid_total is None else int(n_valid_total)
+    kernel = (_best_par if par.use_parallel(total * hist.shape[0],
+                                            par.SPLIT_PARALLEL_MIN_CANDIDATES) else _best_ser)
+    return kernel(hist, n_valid, np.asarray(counts, dtype=np.float64), totals, rule,
+                  par.FEATURE_BLOCK)
+

@@ -1,0 +1,198 @@
+"""The audit covers what users run: every private registered algorithm, end to end.
+
+End-to-end targets come from the ``dpexp.algorithms.*_audit`` modules, discovered with
+pkgutil (never listed by hand). Each names the registered algorithm it audits; this file
+checks that every private algorithm has one, that the broken variants of the estimators
+are flagged and the real ones pass in quick (CI) mode.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import dpexp.algorithms
+from dpexp.algorithms.registry import all_algorithms
+from dpexp.privacy import audit
+from dpexp.privacy.audit import (
+    AuditTarget,
+    algorithm_audit_modules,
+    audit_targets,
+    run_target,
+    target_source,
+)
+
+
+def _algorithm_targets(broken: bool) -> list[AuditTarget] | Exception:
+    """Targets registered by the ``dpexp.algorithms.*_audit`` modules (or the import error)."""
+    try:
+        targets = audit_targets(broken=broken).values()
+    except Exception as exc:  # reported by the tests below, not as a collection error
+        return exc
+    return [t for t in targets if (target_source(t.name) or "").startswith("dpexp.algorithms.")]
+
+
+def _params(broken: bool) -> list:
+    targets = _algorithm_targets(broken)
+    if isinstance(targets, Exception):
+        return [pytest.param(targets, id="audit-modules-import")]
+    return [pytest.param(t, id=t.name) for t in targets]
+
+
+def _skip_without_requirements(target: AuditTarget) -> None:
+    """An estimator built on an optional package (``AlgorithmInfo.requires``) cannot be
+    fitted without it: its target is still required to exist, but runs only where the
+    package is installed."""
+    info = all_algorithms().get(target.algorithm or "")
+    missing = [r for r in (info.requires if info else ()) if importlib.util.find_spec(r) is None]
+    if missing:
+        pytest.skip(f"{target.algorithm} needs the optional package(s) {', '.join(missing)}")
+
+
+def _private_algorithms() -> list[str]:
+    return sorted(
+        name for name, info in all_algorithms().items() if info.private and info.not_dp is None
+    )
+
+
+def test_discovery_finds_every_audit_module_of_the_package():
+    folder = Path(dpexp.algorithms.__file__).parent
+    on_disk = sorted(f"dpexp.algorithms.{p.stem}" for p in folder.glob("*_audit.py"))
+    assert algorithm_audit_modules() == on_disk
+
+
+def test_discovered_targets_are_registered_with_their_module():
+    audit_targets()
+    for module_name in algorithm_audit_modules():
+        module = sys.modules[module_name]
+        for attribute, registry in (
+            ("AUDIT_TARGETS", audit.AUDIT_TARGETS),
+            ("BROKEN_AUDIT_TARGETS", audit.BROKEN_TARGETS),
+        ):
+            for target in getattr(module, attribute, []):
+                assert registry[target.name] is target
+                assert target_source(target.name) == module_name
+
+
+@pytest.mark.parametrize("algorithm", _private_algorithms())
+def test_every_private_algorithm_has_an_end_to_end_target(algorithm):
+    targets = _algorithm_targets(broken=False)
+    if isinstance(targets, Exception):
+        raise targets
+    covering = [t.name for t in targets if t.kind == "end-to-end" and t.algorithm == algorithm]
+    assert covering, (
+        f"no end-to-end audit target names the private algorithm {algorithm!r}: add one to "
+        f"a dpexp.algorithms.*_audit module (end_to_end_target(..., algorithm={algorithm!r}))"
+    )
+
+
+def test_end_to_end_targets_name_registered_algorithms():
+    registered = set(all_algorithms())
+    offenders = sorted(
+        f"{target.name} (algorithm={target.algorithm!r}, from {target_source(target.name)})"
+        for broken in (False, True)
+        for target in audit_targets(broken=broken).values()
+        if (target.kind == "end-to-end" or target.algorithm is not None)
+        and target.algorithm not in registered
+    )
+    assert not offenders, (
+        "end-to-end targets must name the registered algorithm they audit "
+        f"(end_to_end_target(..., algorithm=NAME)): {offenders}"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", _params(broken=True))
+def test_broken_estimator_targets_are_flagged(target):
+    if isinstance(target, Exception):
+        raise target
+    _skip_without_requirements(target)
+    result = run_target(target, quick=True, seed=3)
+    assert not result.passed, result.summary_line()
+    assert result.epsilon_lower_bound > result.claimed_epsilon
+    assert result.as_expected, result.summary_line()
+
+
+def test_broken_estimator_targets_exist():
+    targets = _algorithm_targets(broken=True)
+    if isinstance(targets, Exception):
+        raise targets
+    if not targets:
+        pytest.skip("no BROKEN_AUDIT_TARGETS registered yet by any dpexp.algorithms.*_audit module")
+    assert all(not t.expected_to_pass for t in targets)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", _params(broken=False))
+def test_estimator_targets_behave_as_expected(target):
+    if isinstance(target, Exception):
+        raise target
+    _skip_without_requirements(target)
+    result = run_target(target, quick=True, seed=4)
+    assert result.as_expected, result.summary_line()
+
+
+# ----------------------------------------------------------------- discovery mechanics
+
+
+@pytest.fixture
+def isolated_registry(monkeypatch):
+    """Registries, sources and loaded-module set that the test may change freely."""
+    monkeypatch.setattr(audit, "AUDIT_TARGETS", dict(audit.AUDIT_TARGETS))
+    monkeypatch.setattr(audit, "BROKEN_TARGETS", dict(audit.BROKEN_TARGETS))
+    monkeypatch.setattr(audit, "_SOURCES", dict(audit._SOURCES))
+    monkeypatch.setattr(audit, "_loaded", set(audit._loaded))
+    return monkeypatch
+
+
+def _fake_module(monkeypatch, name: str, **attributes) -> str:
+    module = types.ModuleType(f"dpexp.algorithms.{name}")
+    for key, value in attributes.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    found = algorithm_audit_modules()
+    monkeypatch.setattr(audit, "algorithm_audit_modules", lambda: [*found, module.__name__])
+    return module.__name__
+
+
+def _copy(name: str, **changes) -> AuditTarget:
+    from dataclasses import replace
+
+    return replace(audit.get_audit_target("laplace"), name=name, **changes)
+
+
+def test_a_new_audit_module_is_discovered_with_both_lists(isolated_registry):
+    good = _copy("_fake_e2e", kind="end-to-end", algorithm="dpboost")
+    bad = _copy("_fake_e2e_broken", kind="end-to-end", algorithm="dpboost",
+                expected_to_pass=False)
+    name = _fake_module(isolated_registry, "zz_fake_audit", AUDIT_TARGETS=[good],
+                        BROKEN_AUDIT_TARGETS=[bad])
+    assert audit_targets()["_fake_e2e"] is good
+    assert audit_targets(broken=True)["_fake_e2e_broken"] is bad
+    assert target_source("_fake_e2e") == name
+    assert audit.get_audit_target("_fake_e2e_broken") is bad
+
+
+def test_an_audit_module_that_fails_to_import_is_an_error(isolated_registry):
+    found = algorithm_audit_modules()
+    isolated_registry.setattr(
+        audit, "algorithm_audit_modules", lambda: [*found, "dpexp.algorithms.zz_missing_audit"]
+    )
+    with pytest.raises(ImportError, match="zz_missing_audit"):
+        audit_targets()
+
+
+def test_audit_targets_must_be_a_list_of_targets(isolated_registry):
+    _fake_module(isolated_registry, "zz_bad_audit", AUDIT_TARGETS=_copy("_fake_single"))
+    with pytest.raises(TypeError, match="zz_bad_audit.AUDIT_TARGETS"):
+        audit_targets()
+
+
+def test_two_modules_cannot_register_one_name(isolated_registry):
+    _fake_module(isolated_registry, "zz_dup_audit", AUDIT_TARGETS=[_copy("laplace")])
+    with pytest.raises(ValueError, match="already registered"):
+        audit_targets()

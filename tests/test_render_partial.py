@@ -1,0 +1,146 @@
+"""Rendering whatever subset of cells is cached (issue 17 items 2 and 4, issue 16 item 5).
+
+The caches here are written directly (real ``Cell`` objects, rows in the results schema,
+synthetic values), so these tests exercise the renderer and ``cached_results`` without
+fitting anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+from dpexp.experiments import cache
+from dpexp.experiments.cells import canonical_json, expand
+from dpexp.experiments.results import ResultFilter
+from dpexp.experiments.runner import select
+from dpexp.experiments.spec import resolve
+from dpexp.render import figures
+from dpexp.render.markup import SMOKE_LABEL
+from dpexp.render.render import NothingCachedError, filter_tag, render_experiment
+
+METRIC_OF = {"adult": "error", "cod-rna": "error", "abalone": "rmse"}
+NOT_DP = "quantile bins from the private data"
+
+
+def _rows(cell, *, metric: str, kind: str, value: float, private: bool, domain: str) -> list[dict]:
+    eps = cell.epsilon
+    return [{
+        "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
+        "algorithm": cell.algorithm, "label": cell.label, "params": canonical_json(cell.params),
+        "epsilon": eps, "epsilon_spent": eps if private else math.nan, "delta_spent": 0.0,
+        "private": private,
+        "not_dp_reason": "" if private else ("non-private algorithm" if math.isinf(eps) else NOT_DP),
+        "domain_source": domain, "fold": cell.fold, "repeat": cell.repeat, "seed": cell.seed,
+        "metric": metric, "metric_kind": kind, "step": None,
+        "value": value, "fit_seconds": 0.01, "n_train": 10, "n_test": 10,
+        "dpexp_version": "test", "git_revision": "test", "timestamp": "2026-01-01T00:00:00",
+    }]
+
+
+def cache_cells(results_dir, spec_id="fig2", *, datasets, epsilons=None, seed=0, scale="smoke",
+                not_dp=("PARA",), metric=None, kind="metric", means=None) -> int:
+    """Cache every cell of ``spec_id`` at ``scale`` for these datasets/epsilons (as ``dpexp
+    run`` with overrides would), one synthetic value each; labels in ``not_dp`` are recorded
+    as not DP, ``means`` maps a label to the centre of its values."""
+    spec = select(resolve(spec_id).at_scale(scale), list(datasets), None,
+                  list(epsilons) if epsilons else None)
+    cells = expand(spec, scale, seed)
+    rng = np.random.default_rng(seed)
+    for c in cells:
+        private = c.label not in not_dp and not math.isinf(c.epsilon)
+        domain = "observed" if c.dataset.name == "abalone" else "declared"
+        value = (means or {}).get(c.label, 0.2) + float(rng.uniform(-0.01, 0.01))
+        rows = _rows(c, metric=metric or METRIC_OF[c.dataset.name], kind=kind, value=value,
+                     private=private, domain=domain)
+        cache.write_cell(results_dir, c, {"cell": c.to_dict(), "rows": rows})
+    return len(cells)
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The titles of every figure rendered (panel titles and the figure's title)."""
+    seen: list[dict] = []
+    save = figures._save
+
+    def spy(fig, out_base):
+        legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+        seen.append({"panels": [ax.get_title() for ax in fig.axes if ax.get_title()],
+                     "title": fig._suptitle.get_text() if fig._suptitle else "",
+                     "legend": legend, "name": out_base.name})
+        return save(fig, out_base)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    return seen
+
+
+def test_extra_dataset_and_epsilons_render_in_paper_order(tmp_path, captured):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    # cod-rna and epsilon 4 are outside fig2's smoke grid (adult, abalone; epsilons 1, 10)
+    cache_cells(r, datasets=["cod-rna", "abalone", "adult"], epsilons=[4, 1])
+    rep = render_experiment(resolve("fig2").at_scale("smoke"), "smoke", r, f)
+    # the paper lists adult, ..., cod-rna, ..., abalone: not the command line's order
+    assert rep.context.order == ["adult", "cod-rna", "abalone"]
+    assert captured[-1]["panels"] == ["(a) adult", "(b) cod-rna", "(c) abalone"]
+    assert SMOKE_LABEL in captured[-1]["title"]
+    md = next(p for p in rep.files if p.suffix == ".md").read_text()
+    rows = [line.split("|")[1].strip() for line in md.splitlines() if line.startswith("| ") and "·" in line]
+    assert [x.split(" · ")[0] for x in rows[1:]] == ["adult"] * 3 + ["cod-rna"] * 3 + ["abalone"] * 3
+    assert "adult · 4" in md and SMOKE_LABEL in md.splitlines()[0]
+
+
+def test_empty_cache_is_a_message_not_a_traceback(tmp_path):
+    with pytest.raises(NothingCachedError, match=r"Nothing cached for dpboost-fig2 at smoke scale; run `dpexp run"):
+        render_experiment(resolve("fig2").at_scale("smoke"), "smoke", tmp_path, tmp_path)
+    res = CliRunner().invoke(app, ["render", "fig2", "--results-dir", str(tmp_path / "r"),
+                                   "--figures-dir", str(tmp_path / "f")])
+    assert res.exit_code != 0
+    assert "Nothing cached for dpboost-fig2" in res.output and "Traceback" not in res.output
+    assert not isinstance(res.exception, KeyError)
+
+
+def test_later_override_run_keeps_earlier_cells_and_filtered_renders_are_tagged(tmp_path):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    spec = resolve("fig2").at_scale("smoke")
+    first = cache_cells(r, datasets=["cod-rna"], epsilons=[1])
+    render_experiment(spec, "smoke", r, f)
+    second = cache_cells(r, datasets=["cod-rna"], epsilons=[4], seed=1)
+    rep = render_experiment(spec, "smoke", r, f)
+    md = (r / "dpboost-fig2" / "dpboost-fig2-smoke.md").read_text()
+    assert "cod-rna · 1" in md and "cod-rna · 4" in md  # the first run's cells are kept
+    assert rep.done_cells == first + second
+    assert "seeds 0, 1" in md  # the replicates pooled are named
+    only4 = ResultFilter(datasets=("cod-rna",), epsilons=(4.0,))
+    tagged = render_experiment(spec, "smoke", r, f, filters=only4)
+    assert filter_tag(only4) == "dataset=cod-rna_eps=4"
+    names = {p.name for p in tagged.files}
+    assert "dpboost-fig2-smoke--dataset=cod-rna_eps=4.md" in names
+    assert "dpboost-fig2-smoke--dataset=cod-rna_eps=4.png" in names
+    # the unfiltered files still hold the union
+    assert "cod-rna · 1" in (r / "dpboost-fig2" / "dpboost-fig2-smoke.md").read_text()
+    tagged_md = (r / "dpboost-fig2" / "dpboost-fig2-smoke--dataset=cod-rna_eps=4.md").read_text()
+    assert "cod-rna · 4" in tagged_md and "cod-rna · 1" not in tagged_md
+    assert filter_tag(ResultFilter(algorithms=("Ours (2017 smooth sensitivity)",), epsilons=(0.5,))) \
+        == "algorithms=Ours-2017-smooth-sensitivity_eps=0.5"
+
+
+def test_not_dp_rows_and_domain_source_are_stated(tmp_path, captured):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    cache_cells(r, datasets=["adult", "abalone"], epsilons=[1])
+    rep = render_experiment(resolve("fig2").at_scale("smoke"), "smoke", r, f)
+    md = next(p for p in rep.files if p.suffix == ".md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| dataset"))
+    assert "| PARA (not DP) |" in header and "| DPBoost |" in header
+    assert "PARA (not DP)" in captured[-1]["legend"]
+    assert "NP (not DP)" not in md  # a non-private baseline claims no budget: not flagged
+    assert f"> - PARA on adult (ε = 1): {NOT_DP}" in md
+    # DP-accounted rows on a data-derived domain are in the box too (their split
+    # candidates depend on the private data)
+    assert "> - every budgeted row on abalone: not DP: domain from data (observed)" in md
+    assert "every budgeted row on adult" not in md
+    assert "public feature domain for adult; not DP: domain from data (observed) for abalone" in md
+    assert "not DP: domain from data" in captured[-1]["title"]
