@@ -239,7 +239,7 @@ def run(
     figures_dir: FiguresDir = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute cached cells.")] = False,
     no_render: Annotated[bool, typer.Option("--no-render", help="Do not render figures/tables.")] = False,
-    ledger: Annotated[bool, typer.Option("--ledger", help="Write the privacy ledgers of the run to a JSON file.")] = False,
+    ledger: Annotated[bool, typer.Option("--ledger", help="Cache the full privacy ledger of every computed cell (else one row per scope and mechanism) and write the run's ledgers to a JSON file.")] = False,
     require_optional: Annotated[bool, typer.Option("--require-optional", help="Fail instead of skipping an algorithm whose optional package is missing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ):
@@ -263,7 +263,7 @@ def run(
         _runner.check_writable(fdir, "figures directory")
     cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
                     scheduler=scheduler, force=force, progress=not quiet and sys.stderr.isatty(),
-                    require_optional=require_optional)
+                    require_optional=require_optional, full_ledger=ledger)
     for note in _skipped_notes(spec, require_optional):
         err.print(f"note: {escape(note)}", highlight=False)
     rep = _runner.run_experiment(spec, cfg)

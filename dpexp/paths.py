@@ -36,14 +36,6 @@ def datasets_yaml() -> Path:
     return project_root() / "datasets.yaml"
 
 
-def experiments_dir() -> Path:
-    """``$DPEXP_EXPERIMENTS_DIR`` if set (extra specs of your own), else ``experiments/``."""
-    env = os.environ.get("DPEXP_EXPERIMENTS_DIR")
-    if env:
-        return Path(env).expanduser()
-    return project_root() / "experiments"
-
-
 def data_dir() -> Path:
     env = os.environ.get("DPEXP_DATA_DIR")
     if env:

@@ -31,6 +31,7 @@ from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.metrics import METRICS, Evaluation
 from dpexp.experiments.schema import DIAGNOSTIC, METRIC, RESULT_COLUMNS
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
+from dpexp.privacy.accountant import compact_ledger
 from dpexp.seeding import seed_int, seed_sequence
 
 __all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "run_experiment", "run_cell", "select"]
@@ -51,6 +52,9 @@ class RunConfig:
     mirror: str | None = None
     #: Fail (instead of skipping with a note) when an algorithm's optional package is missing.
     require_optional: bool = False
+    #: Cache each cell's full privacy ledger (one row per release) instead of the compact
+    #: one (per scope and mechanism, :func:`dpexp.privacy.accountant.compact_ledger`).
+    full_ledger: bool = False
 
 
 @dataclass
@@ -328,6 +332,7 @@ def _privacy_of(cell: Cell, info, est) -> tuple[float, float, bool, str, list[di
     ledger = acc.ledger() if hasattr(acc, "ledger") else None
     reasons = [info.not_dp] if info.not_dp else []
     reasons += list(getattr(acc, "not_dp_reasons", []) or [])
+    reasons = list(dict.fromkeys(reasons))  # the registry and the fit may give the same text
     if reasons:
         return float("nan"), float("nan"), False, "; ".join(reasons), ledger
     return eps_spent, delta_spent, True, "", ledger
@@ -394,8 +399,11 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
     data = _load_split(cell, spec, cfg, proc)
     out = (_run_procedure(cell, proc, data, ss) if proc is not None
            else _fit_estimator(cell, spec, data, seed_int(ss)))
+    ledger = out.ledger
+    if ledger is not None and not cfg.full_ledger:
+        ledger = compact_ledger(ledger)  # a paper-scale campaign's cache stays small
     payload = {"cell": cell.to_dict(), "rows": _result_rows(cell, data, out, provenance),
-               "ledger": out.ledger}
+               "ledger": ledger}
     cache.write_cell(cfg.results_dir, cell, payload)
     return payload
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +41,9 @@ from typing import Any
 
 from dpexp.errors import BudgetExceededError, check_epsilon
 
-__all__ = ["Accountant", "BudgetExceededError", "SEQUENTIAL", "PARALLEL"]
+__all__ = ["Accountant", "BudgetExceededError", "SEQUENTIAL", "PARALLEL", "compact_ledger"]
+
+_NUMBER = re.compile(r"\d+(\.\d+)?")
 
 SEQUENTIAL = "sequential"
 PARALLEL = "parallel"
@@ -302,3 +305,30 @@ class Accountant:
             f"epsilon={self.epsilon_spent:.6g}, delta={self.delta_spent:.3g}, "
             f"{self.summary()['n_releases']} releases)"
         )
+
+
+def compact_ledger(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ledger aggregated per scope and mechanism, for caches of whole campaigns.
+
+    Entries whose scope labels and ``what`` agree once their numbers are replaced by ``#``
+    (``tree 3 depth 1 node 5 split`` -> ``tree # depth # node # split``) are one row:
+    ``count``, the summed ``epsilon`` / ``delta`` of the entries (what they cost if
+    composed sequentially) and ``epsilon_max`` (what they cost if they are the parts of
+    one parallel scope). The composed total is the accountant's ``epsilon_spent``; the full
+    ledger (one row per release) is kept only on request (``dpexp run --ledger``).
+    """
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for e in entries:
+        scope = " / ".join(_NUMBER.sub("#", str(s)) for s in e.get("scope", ()))
+        kinds = " / ".join(e.get("scope_kinds", ()))
+        what = _NUMBER.sub("#", str(e.get("what", "")))
+        row = rows.setdefault((scope, kinds, what), {
+            "scope": scope, "scope_kinds": kinds, "what": what, "count": 0,
+            "epsilon": 0.0, "delta": 0.0, "epsilon_max": 0.0,
+        })
+        n = int(e.get("releases", 1))
+        row["count"] += n
+        row["epsilon"] += float(e.get("epsilon", 0.0)) * n
+        row["delta"] += float(e.get("delta", 0.0)) * n
+        row["epsilon_max"] = max(row["epsilon_max"], float(e.get("epsilon", 0.0)))
+    return list(rows.values())

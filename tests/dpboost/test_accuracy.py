@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
@@ -11,15 +9,15 @@ from sklearn.model_selection import StratifiedKFold
 
 from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
 
-ADULT = Path("/work/shared/datasets/adult")
-pytestmark = pytest.mark.skipif(not (ADULT / "a9a").exists(), reason="adult mirror absent")
 DOMAIN = np.tile([0.0, 1.0], (123, 1))  # datasets.yaml: adult features declared in [0, 1]
 
 
 @pytest.fixture(scope="module")
-def adult():
-    X, y = load_svmlight_file(str(ADULT / "a9a"), n_features=123)
-    Xt, yt = load_svmlight_file(str(ADULT / "a9a.t"), n_features=123)
+def adult(shared_datasets):
+    """The byte-exact a9a files (tests/conftest.py: shared copies, or skip/fail)."""
+    folder = shared_datasets / "adult"
+    X, y = load_svmlight_file(str(folder / "a9a"), n_features=123)
+    Xt, yt = load_svmlight_file(str(folder / "a9a.t"), n_features=123)
     return X.toarray(), y, Xt.toarray(), yt
 
 

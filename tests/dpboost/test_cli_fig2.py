@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
-MIRROR = Path("/work/shared/datasets")
-
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (MIRROR / "adult" / "a9a").exists(), reason="dataset mirror absent")
-def test_cli_fig2_smoke(tmp_path, monkeypatch):
+def test_cli_fig2_smoke(tmp_path):
+    """Real adult data from the session's source (tests/conftest.py: shared copies or skip)."""
     from dpexp.cli import app
 
-    monkeypatch.setenv("DPEXP_DATA_MIRROR", str(MIRROR))
     res = CliRunner().invoke(app, [
         "run", "fig2", "--scale", "smoke", "--results-dir", str(tmp_path / "res"),
         "--figures-dir", str(tmp_path / "fig"), "-q",

@@ -9,8 +9,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpexp.algorithms.registry import PUBLIC_PARAMS
-
 FIGS = [f"inprivate-fig{i}" for i in range(4, 9)]
 
 
@@ -40,14 +38,11 @@ def test_figure_smoke_run(tmp_path, exp):
         assert set(df.metric) >= {"c1_seconds", "c2_seconds", "eq18_seconds", "eq19_seconds"}
         return
     priv = df[df.algorithm == "inprivate"]
-    if "n_records" in PUBLIC_PARAMS:
-        # the runner declares the training fold's size: the shares are public, the rows DP
-        assert priv.private.all(), priv.not_dp_reason.unique()
-        assert (priv.epsilon_spent <= priv.epsilon * (1 + 1e-9)).all()
-    else:
-        # shares from the private n: every InPrivate row says it is not DP, and why
-        assert not priv.private.any()
-        assert priv.not_dp_reason.str.contains("n_records").all()
+    # the runner declares the training fold's size (n_records): the shares are public input
+    # and the rows DP (an estimator left to compute shares from the private n is marked not
+    # DP: tests/inprivate/test_inprivate_public_input.py)
+    assert priv.private.all(), priv.not_dp_reason.unique()
+    assert (priv.epsilon_spent <= priv.epsilon * (1 + 1e-9)).all()
     acc = df[df.metric == "accuracy"].value
     assert len(acc) and ((acc > 0.3) & (acc <= 1)).all()
     assert (df[df.metric == "mae"].value > 0).all()

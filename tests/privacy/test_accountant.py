@@ -179,3 +179,22 @@ def test_batched_releases_cost_what_a_parallel_scope_costs():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="releases"):
             batched.spend(0.01, what="bad", releases=bad)
+
+
+def test_compact_ledger_aggregates_per_scope_and_mechanism():
+    from dpexp.privacy.accountant import compact_ledger
+
+    acc = Accountant(epsilon=1.0)
+    with acc.sequential("tree 0"):
+        for depth in range(3):
+            with acc.parallel(f"depth {depth}"):
+                for node in range(2 ** depth):
+                    acc.spend(0.1, what=f"tree 0 depth {depth} node {node} split")
+        acc.spend(0.2, what="tree 0 leaves")
+    rows = compact_ledger(acc.ledger())
+    assert len(rows) == 2
+    split = next(r for r in rows if "split" in r["what"])
+    assert (split["scope"], split["count"], split["epsilon_max"]) == (
+        "tree # / depth #", 7, 0.1)
+    assert split["epsilon"] == pytest.approx(0.7)
+    assert sum(r["count"] for r in rows) == len(acc.ledger())

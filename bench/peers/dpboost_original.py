@@ -1,0 +1,228 @@
+"""The DPBoost authors' own code as a peer column: run it on dpexp's folds, cache its cells.
+
+The original (QinbinLi/DPBoost, a LightGBM 2.2.4-dev fork) is *not* part of dpexp and is
+never vendored: build it yourself beside the project (the fork's README; this project's
+maintainers keep their notes outside the repository) into a folder holding the two
+branches' builds and a side virtualenv (the fork needs numpy < 2)::
+
+    ROOT/bin/python-package   branch binary-classification (objective=binary)
+    ROOT/reg/python-package   branch master (square loss: regression, and classification
+                              as regression on labels -1/+1, as the paper's text says)
+    ROOT/venv/bin/python      numpy<2, scipy<1.14, scikit-learn<1.6
+
+Then, from this project's environment::
+
+    python bench/peers/dpboost_original.py --original ROOT fig2 --scale paper \
+        --dataset adult --dataset cod-rna --dataset abalone --setting paper --setting authors
+
+For each (dataset, setting, epsilon, fold) of the spec's grid it takes *exactly* the rows
+and folds dpexp's cells use (same loader, same ``split_indices``, same run seed), trains
+the original in the side venv (``dpboost_original_driver.py``), scores the test fold with
+dpexp's metric definitions and writes a cell in dpexp's results schema: algorithm
+``dpboost_original``, label ``DPBoost (original, <setting>)``, the fork's settings in
+``params``. ``dpexp results/render/report`` then show it beside dpexp's own columns.
+
+Settings (``--setting``):
+
+* ``paper`` -- the paper's text: square loss (branch master) with h = 1, learning rate
+  0.01, initial score 0, depth 6, 50 trees in one ensemble, lambda 0.1, no bagging.
+* ``authors`` -- the authors' scripts (``experiments.py`` / ``run_exp.py``): classification
+  with the binary (logistic) objective and its real hessians, lr 0.1, num_leaves 31,
+  bagging 0.5; regression with square loss and LightGBM's initial score = the label mean.
+
+Privacy: the original's accounting is its own. Its rows carry ``private = false`` with
+the reason, never an ``epsilon_spent`` as if dpexp had checked it: the fork's noise seed
+is fixed (42), its quantile bins and leaf-wise growth read the data without budget, and
+the logistic hessians break the sensitivities it assumes (``../shared`` notes, verified in
+the DPBoost fidelity work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+DRIVER = Path(__file__).with_name("dpboost_original_driver.py")
+ALGORITHM = "dpboost_original"
+NOT_DP = ("the authors' code, with its own accounting: fixed noise seed 42, data-quantile "
+          "bins and exact leaf-wise growth without budget, logistic hessians outside its "
+          "sensitivity bounds")
+
+
+def fork_params(setting: str, task: str, epsilon: float, n_trees: int) -> dict:
+    """The fork's parameters for one setting (names as in the authors' scripts)."""
+    common = {
+        "boosting_type": "gbdt", "max_depth": 6, "lambda_l2": 0.1, "max_bin": 255,
+        "num_iterations": n_trees, "my_n_trees": n_trees, "total_budget": float(epsilon),
+        "boost_method": "DPBoost_2level", "high_level_boost_round": 1,
+        "inner_boost_round": n_trees, "balance_partition": 0, "geo_clip": 1, "verbose": -1,
+        "num_threads": 1,
+    }
+    if setting == "paper":
+        return {**common, "objective": "regression", "learning_rate": 0.01, "num_leaves": 64,
+                "boost_from_average": False}
+    if setting == "authors":
+        objective = "binary" if task == "classification" else "regression"
+        extra = {"boost_from_average": False} if task == "classification" else {}
+        return {**common, "objective": objective, "learning_rate": 0.1, "num_leaves": 31,
+                "bagging_freq": 1, "bagging_fraction": 0.5, **extra}
+    raise ValueError(f"unknown setting {setting!r}: use 'paper' or 'authors'")
+
+
+def branch_for(setting: str, task: str) -> str:
+    """``bin`` (binary-classification branch) only for the authors' logistic objective."""
+    return "bin" if setting == "authors" and task == "classification" else "reg"
+
+
+def _targets(ds, y: np.ndarray) -> np.ndarray:
+    """Labels as the original sees them: classes -> -1/+1; regression scaled to [-1, 1]."""
+    if ds.task == "classification":
+        return np.where(y == ds.classes[-1], 1.0, -1.0)
+    lo, hi = ds.label_domain
+    return 2.0 * (np.asarray(y, float) - lo) / (hi - lo) - 1.0
+
+
+def _save_fold(path: Path, X_tr, y_tr, X_te) -> None:
+    arrays: dict[str, np.ndarray] = {"y_train": y_tr}
+    for name, X in (("X_train", X_tr), ("X_test", X_te)):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            arrays |= {f"{name}_data": X.data, f"{name}_indices": X.indices,
+                       f"{name}_indptr": X.indptr, f"{name}_shape": np.array(X.shape)}
+        else:
+            arrays[name] = np.asarray(X, dtype=np.float64)
+    np.savez(path, **arrays)
+
+
+def train_original(root: Path, python: Path, branch: str, params: dict, X_tr, y_tr, X_te):
+    """Raw test scores and training seconds from one side-venv run of the original."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fold, cfg, out = Path(tmp, "in.npz"), Path(tmp, "in.json"), Path(tmp, "out.npz")
+        _save_fold(fold, X_tr, y_tr, X_te)
+        cfg.write_text(json.dumps(params))
+        env = {"PYTHONPATH": str(root / branch / "python-package"), "OMP_NUM_THREADS": "1",
+               "PATH": "/usr/bin:/bin"}
+        done = subprocess.run([str(python), str(DRIVER), str(fold), str(cfg), str(out)],
+                              env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the original failed ({branch}):\n{done.stderr[-2000:]}")
+        res = np.load(out)
+        return res["raw_score"], float(res["fit_seconds"])
+
+
+def metric_values(ds, spec, raw: np.ndarray, y_te: np.ndarray, setting: str) -> dict[str, float]:
+    """dpexp's metric definitions on the original's predictions."""
+    if ds.task == "classification":
+        # binary objective: raw is the log-odds; square loss: the score on -1/+1. Both > 0.
+        pred = np.where(raw > 0, ds.classes[-1], ds.classes[0])
+        acc = float(np.mean(pred == y_te))
+        out = {"accuracy": acc, "error": 1.0 - acc}
+    else:
+        lo, hi = ds.label_domain
+        pred = (raw + 1.0) / 2.0 * (hi - lo) + lo
+        out = {"rmse": float(np.sqrt(np.mean((pred - y_te) ** 2))),
+               "mae": float(np.mean(np.abs(pred - y_te)))}
+    wanted = spec.metrics_for(ds.task)
+    return {k: v for k, v in out.items() if k in wanted}
+
+
+def peer_cells(spec, scale: str, datasets: list[str] | None, settings: list[str],
+               epsilons: list[float] | None, seed: int):
+    """The peer's cells: the spec's grid (at ``scale``) with the original as algorithm."""
+    from dpexp.experiments.cells import Cell
+
+    refs = [d for d in spec.datasets if not datasets or d.name in datasets or d.key in datasets]
+    dpb = next(a for a in spec.algorithms if a.name == "dpboost")
+    n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
+    for ref in refs:
+        for setting in settings:
+            for eps in epsilons or spec.epsilons:
+                for rep in range(spec.cv.repeats):
+                    for fold in range(n_folds):
+                        yield Cell(
+                            experiment=spec.id, scale=scale, dataset=ref,
+                            label=f"DPBoost (original, {setting})", algorithm=ALGORITHM,
+                            procedure=None,
+                            params={"setting": setting,
+                                    "n_trees": int(dpb.params.get("n_trees", 50))},
+                            epsilon=float(eps), fold=fold, repeat=rep, n_folds=n_folds,
+                            seed=seed,
+                        )
+
+
+def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: str | None):
+    from dpexp.experiments import cache
+    from dpexp.experiments.cells import canonical_json
+    from dpexp.experiments.runner import git_revision, load_for_cell, split_indices
+
+    ds = load_for_cell(cell.dataset, spec.max_rows(cell.scale), cell.seed, mirror)
+    tr, te = split_indices(ds, spec.cv, cell.fold, cell.repeat, cell.seed)
+    setting = cell.params["setting"]
+    params = fork_params(setting, ds.task, cell.epsilon, cell.params["n_trees"])
+    raw, seconds = train_original(root, python, branch_for(setting, ds.task), params,
+                                  ds.X[tr], _targets(ds, ds.y[tr]), ds.X[te])
+    values = metric_values(ds, spec, raw, ds.y[te], setting)
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    rows = [{
+        "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
+        "algorithm": ALGORITHM, "label": cell.label,
+        "params": canonical_json({**cell.params, "fork": params}),
+        "epsilon": cell.epsilon, "epsilon_spent": float("nan"), "delta_spent": float("nan"),
+        "private": False, "not_dp_reason": NOT_DP,
+        "domain_source": str(getattr(ds, "domain_source", "")), "fold": cell.fold,
+        "repeat": cell.repeat, "seed": cell.seed, "metric": metric, "metric_kind": "metric",
+        "step": None, "value": value, "fit_seconds": seconds, "n_train": int(len(tr)),
+        "n_test": int(len(te)), "dpexp_version": "peer:QinbinLi/DPBoost",
+        "git_revision": git_revision(), "timestamp": stamp,
+    } for metric, value in values.items()]
+    cache.write_cell(results_dir, cell, {"cell": cell.to_dict(), "rows": rows})
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("experiment", help="a DPBoost spec with a dpboost column, e.g. fig2")
+    ap.add_argument("--original", type=Path, required=True, help="ROOT of the builds (see above)")
+    ap.add_argument("--python", type=Path, help="side venv python (default ROOT/venv/bin/python)")
+    ap.add_argument("--scale", default="smoke", choices=("smoke", "paper"))
+    ap.add_argument("--dataset", action="append", help="restrict to datasets (repeatable)")
+    ap.add_argument("--setting", action="append", choices=("paper", "authors"))
+    ap.add_argument("--epsilons", help="comma-separated, default: the spec's")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--results-dir", type=Path, default=Path("results"))
+    ap.add_argument("--mirror", default=None, help="dataset mirror (else DPEXP_DATA_MIRROR)")
+    ap.add_argument("--force", action="store_true", help="recompute cached cells")
+    args = ap.parse_args(argv)
+
+    from dpexp.experiments import cache
+    from dpexp.experiments.spec import resolve
+
+    python = args.python or args.original / "venv" / "bin" / "python"
+    for need in (python, DRIVER, *(args.original / b / "python-package" for b in ("bin", "reg"))):
+        if not Path(need).exists():
+            ap.error(f"{need} not found: build the original first (see this script's docstring)")
+    spec = resolve(args.experiment).at_scale(args.scale)
+    if not any(a.name == "dpboost" for a in spec.algorithms):
+        ap.error(f"{spec.id} has no dpboost column to stand beside")
+    epsilons = [float(e) for e in args.epsilons.split(",")] if args.epsilons else None
+    cells = list(peer_cells(spec, args.scale, args.dataset, args.setting or ["paper"],
+                            epsilons, args.seed))
+    for i, cell in enumerate(cells, 1):
+        if not args.force and cache.has_cell(args.results_dir, cell):
+            continue
+        values = run_cell(cell, spec, args.original, python, args.results_dir, args.mirror)
+        print(f"[{i}/{len(cells)}] {cell.dataset.key} {cell.label} eps={cell.epsilon:g} "
+              f"fold {cell.fold}: {values}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
