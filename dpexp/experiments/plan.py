@@ -3,20 +3,23 @@
 The wall-time estimate is per (dataset, algorithm label) group, by the first method that
 applies, and says which one it used:
 
-1. ``cached``: the median ``fit_seconds`` of that group's cells already in the cache
-   (any seed or override at this scale) -- a measurement on this machine;
-2. ``calibrated``: one fit (after an untimed warm-up, as the runner does) on at most
+1. ``cached``: the median wall time of that group's cells already in the cache (any
+   seed or override at this scale; ``wall_seconds`` of the cell file: loading, fit and
+   evaluation; ``fit_seconds`` for cells cached before it was recorded) -- a measurement
+   on this machine;
+2. ``calibrated``: the group's first cell, timed end to end at its real size (fit and
+   evaluation, after an untimed warm-up, as the runner does) when a proxy says it takes at
+   most ``FULL_CELL_MAX_SECONDS``; otherwise the proxy: one fit on at most
    ``CALIBRATION_ROWS`` (and half as many) training rows of fold 0 and at most
-   ``CALIBRATION_TREES`` trees (``n_trees``/``n_estimators``) with the group's first
-   parameter point and epsilon, extrapolated linearly in rows (fixed cost + slope from the
-   two sizes) and scaled by trees (the histogram growers are linear in rows per
-   tree, and ensembles in trees; depth and features are the cell's own). Only for
-   datasets that are synthetic or already downloaded: planning never downloads;
+   ``CALIBRATION_TREES`` trees, extrapolated linearly in rows (fixed cost + slope from the
+   two sizes) and scaled by trees (the histogram growers are linear in rows per tree, and
+   ensembles in trees). Only for datasets that are synthetic or already downloaded:
+   planning never downloads;
 3. ``unknown``: procedures, or datasets not downloaded yet.
 
-``fit_seconds`` excludes data loading and evaluation, and the total is divided by the
-number of parallel jobs, so the estimate is a lower bound of the wall time, not a
-promise.
+Each worker process also fits every (algorithm, dataset) once, untimed, before its first
+timed fit (the runner's warm-up): the plan adds one fit per group and worker. The total is
+divided by the number of parallel jobs.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from dpexp.experiments.cells import Cell, expand
 from dpexp.experiments.results import read_cells
 from dpexp.experiments.spec import ExperimentSpec
 
+#: A calibration times the group's first cell end to end when the proxy predicts at most
+#: this many seconds (cheap enough to measure instead of extrapolate).
+FULL_CELL_MAX_SECONDS = 30.0
 #: Training rows of a calibration fit (the rest is extrapolated linearly).
 CALIBRATION_ROWS = 2000
 #: Trees of a calibration fit, when the estimator has a tree-count parameter.
@@ -49,14 +55,23 @@ class GroupPlan:
     cached: int
     seconds_per_cell: float | None = None
     method: str = "unknown"
+    #: Seconds of one untimed warm-up fit (done once per worker that runs the group).
+    warmup_seconds: float = 0.0
 
     @property
     def todo(self) -> int:
         return self.cells - self.cached
 
+    def seconds_with(self, jobs: int) -> float | None:
+        """Work of the group's missing cells plus its warm-ups on up to ``jobs`` workers."""
+        if self.seconds_per_cell is None:
+            return None
+        workers = min(max(jobs, 1), self.todo)
+        return self.todo * self.seconds_per_cell + workers * self.warmup_seconds
+
     @property
     def seconds(self) -> float | None:
-        return None if self.seconds_per_cell is None else self.todo * self.seconds_per_cell
+        return self.seconds_with(1)
 
 
 @dataclass
@@ -81,8 +96,8 @@ class Plan:
 
     @property
     def estimated_seconds(self) -> float:
-        """Sum over the groups with an estimate, divided by the jobs (a lower bound)."""
-        return sum(g.seconds or 0.0 for g in self.groups) / max(self.jobs, 1)
+        """Sum over the groups with an estimate (warm-ups included), divided by the jobs."""
+        return sum(g.seconds_with(self.jobs) or 0.0 for g in self.groups) / max(self.jobs, 1)
 
     @property
     def unestimated_cells(self) -> int:
@@ -106,9 +121,12 @@ def _cached_fit_seconds(spec: ExperimentSpec, scale: str, results_dir: Path) -> 
     out: dict[tuple[str, str], list[float]] = {}
     for p in read_cells(results_dir, spec.id, scale):
         rows = p["rows"]
-        if rows and rows[0].get("fit_seconds") is not None:
+        seconds = p.get("wall_seconds")
+        if seconds is None and rows and rows[0].get("fit_seconds") is not None:
+            seconds = rows[0]["fit_seconds"]
+        if seconds is not None:
             c = p["cell"]
-            out.setdefault((c["dataset"], c["label"]), []).append(float(rows[0]["fit_seconds"]))
+            out.setdefault((c["dataset"], c["label"]), []).append(float(seconds))
     return out
 
 
@@ -122,7 +140,28 @@ def _downloaded(name: str) -> bool:
     return all(f["status"] in ("ok", "unverified") for f in download.checksum_status(info))
 
 
-def calibrate(cell: Cell, spec: ExperimentSpec, mirror: str | None = None) -> tuple[float, str]:
+def calibrate(cell: Cell, spec: ExperimentSpec, mirror: str | None = None) -> tuple[float, float, str]:
+    """(seconds of one cell, seconds of one warm-up fit, how) for ``cell``'s group."""
+    fit_seconds, how = proxy_fit_seconds(cell, spec, mirror)
+    if fit_seconds > FULL_CELL_MAX_SECONDS:
+        return fit_seconds, fit_seconds, how
+    cell_seconds, fit_seconds = time_full_cell(cell, spec, mirror)
+    return cell_seconds, fit_seconds, "calibrated: one cell timed end to end at its real size"
+
+
+def time_full_cell(cell: Cell, spec: ExperimentSpec, mirror: str | None) -> tuple[float, float]:
+    """(wall seconds, fit seconds) of ``cell`` as the runner computes it (nothing written)."""
+    from dpexp.experiments.runner import RunConfig, _fit_estimator, _load_split, _warm_up
+
+    data = _load_split(cell, spec, RunConfig(results_dir=Path("."), scale=cell.scale,
+                                             mirror=mirror), None)
+    _warm_up(cell, data, 0)  # compilation happens once per worker, not per cell
+    t0 = time.perf_counter()
+    out = _fit_estimator(cell, spec, data, 0)
+    return time.perf_counter() - t0, out.fit_seconds
+
+
+def proxy_fit_seconds(cell: Cell, spec: ExperimentSpec, mirror: str | None = None) -> tuple[float, str]:
     """Seconds one fit of ``cell`` takes, from a fit on at most CALIBRATION_ROWS rows."""
     from dpexp.algorithms.registry import accepted_params, get_algorithm, make_estimator
     from dpexp.experiments.runner import load_for_cell, split_indices
@@ -197,6 +236,7 @@ def make_plan(
         if (ds_key, label) in measured:
             times = measured[(ds_key, label)]
             g.seconds_per_cell = statistics.median(times)
+            g.warmup_seconds = g.seconds_per_cell  # a warm-up is about one fit
             g.method = f"cached: median of {len(times)} cells"
         elif cells[0].procedure:
             g.method = "unknown: procedure"
@@ -205,7 +245,7 @@ def make_plan(
         elif not _downloaded(cells[0].dataset.name):
             g.method = "unknown: dataset not downloaded yet"
         else:
-            g.seconds_per_cell, g.method = calibrate(cells[0], spec, mirror)
+            g.seconds_per_cell, g.warmup_seconds, g.method = calibrate(cells[0], spec, mirror)
     return plan
 
 

@@ -394,6 +394,7 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
     """
     from dpexp.experiments.procedures import get_procedure
 
+    started = time.perf_counter()
     ss = seed_sequence(cell.seed, cell.key)
     proc = get_procedure(cell.procedure) if cell.procedure else None
     data = _load_split(cell, spec, cfg, proc)
@@ -402,8 +403,9 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
     ledger = out.ledger
     if ledger is not None and not cfg.full_ledger:
         ledger = compact_ledger(ledger)  # a paper-scale campaign's cache stays small
+    # wall_seconds: the whole cell (loading, warm-up, fit, evaluation), for `dpexp plan`
     payload = {"cell": cell.to_dict(), "rows": _result_rows(cell, data, out, provenance),
-               "ledger": ledger}
+               "ledger": ledger, "wall_seconds": time.perf_counter() - started}
     cache.write_cell(cfg.results_dir, cell, payload)
     return payload
 
