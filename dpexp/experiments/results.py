@@ -6,6 +6,12 @@ that are not in the spec's own grid. :func:`cached_results` reads *every* cell f
 ``render``, ``report`` and ``list`` agree on what exists, and narrows it with the same
 filters as ``dpexp run``. ``missing`` lists the cells of the spec's own grid (restricted by
 the filters) that are not cached, for every seed concerned.
+
+The frame has the ``RESULT_COLUMNS`` and then one ``p_<name>`` column per algorithm
+parameter occurring in its rows' ``params`` (:func:`with_param_columns`), derived here at
+collection time, so cells cached before the columns existed get them too (cache files
+are unchanged). Readers (``dpexp.render``) use those columns; ``params`` stays the cell's
+exact identity (cell keys are re-created from it).
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ import pandas as pd
 
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, expand
-from dpexp.experiments.schema import RESULT_COLUMNS
+from dpexp.experiments.schema import CELL_COLUMNS, PARAM_PREFIX, RESULT_COLUMNS, param_column
 from dpexp.experiments.spec import ExperimentSpec
 
-__all__ = ["RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results", "read_cells"]
+__all__ = ["CELL_COLUMNS", "RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results",
+           "read_cells", "with_param_columns"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,8 @@ class ResultFilter:
 
 @dataclass
 class CachedResults:
-    """Cached rows (``RESULT_COLUMNS`` order), how many cells they come from, what is missing."""
+    """Cached rows (``RESULT_COLUMNS`` then the sorted ``p_<name>`` parameter columns), how
+    many cells they come from, what is missing."""
 
     frame: pd.DataFrame
     n_cells: int
@@ -101,6 +109,39 @@ def read_cells(results_dir: Path, experiment: str, scale: str) -> list[dict[str,
         if isinstance(data, dict) and "cell" in data and "rows" in data:
             out.append(data)
     return out
+
+
+def _parsed_params(text: Any) -> dict[str, Any]:
+    """A row's ``params`` (canonical JSON of a mapping) as a dict; {} if it is not one."""
+    if not isinstance(text, str):
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def with_param_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with one ``p_<name>`` column per parameter name occurring in its ``params``
+    column, after the other columns and sorted by name (any ``p_`` columns it had are
+    derived again).
+
+    Values are the JSON's, as Python objects (an int stays an int: ``3``, not ``3.0``), in
+    object columns; a row whose params lack the name has None. Each distinct ``params``
+    string is parsed once.
+    """
+    base = frame.drop(columns=[c for c in frame.columns if str(c).startswith(PARAM_PREFIX)])
+    if "params" not in base or base.empty:
+        return base
+    parsed = {text: _parsed_params(text) for text in base["params"].unique()}
+    names = sorted({name for params in parsed.values() for name in params})
+    if not names:
+        return base
+    per_row = [parsed.get(text, {}) for text in base["params"]]
+    cols = {param_column(n): pd.Series([p.get(n) for p in per_row], index=base.index, dtype=object)
+            for n in names}
+    return pd.concat([base, pd.DataFrame(cols, index=base.index)], axis=1)
 
 
 def _grid_missing(
@@ -134,6 +175,7 @@ def cached_results(
     kept = [p for p in payloads if filters.keeps(p["cell"])]
     rows = [r for p in kept for r in p["rows"]]
     frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)
+    frame = with_param_columns(frame)
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
     seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
     missing = _grid_missing(spec, scale, filters, seeds, have)

@@ -28,6 +28,7 @@ import dpexp
 from dpexp.errors import BudgetExceededError, DpexpError, SpecError, UnknownNameError, check_epsilon
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand
+from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
 from dpexp.experiments.metrics import METRICS, Evaluation
 from dpexp.experiments.schema import DIAGNOSTIC, METRIC, RESULT_COLUMNS
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
@@ -67,6 +68,8 @@ class RunReport:
     seconds: float
     results: pd.DataFrame = field(repr=False)
     results_path: Path | None = None
+    #: Cells taken from the committed results table (counted in ``cached``).
+    adopted: int = 0
     #: One-line notes on algorithms skipped because an optional package is missing.
     skipped: list[str] = field(default_factory=list)
 
@@ -554,6 +557,9 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     validate_names(spec)
     spec, skipped = drop_unavailable(spec, cfg.require_optional)
     cells = expand(spec, cfg.scale, cfg.seed)
+    # Rows of the committed results table are finished cells (a campaign resumed on a
+    # fresh clone recomputes nothing it already has); --force recomputes them.
+    adopted = 0 if cfg.force else adopt_committed(spec, cfg.scale, cfg.results_dir, cells)
     todo = [c for c in cells if cfg.force or not cache.has_cell(cfg.results_dir, c)]
     provenance = {"dpexp_version": dpexp.__version__, "git_revision": git_revision()}
     _download(todo, cfg)
@@ -574,7 +580,7 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     out = write_union_table(spec, cfg.scale, cfg.results_dir)
     return RunReport(spec=spec, scale=cfg.scale, total=len(cells), cached=len(cells) - len(todo),
                      computed=len(todo), seconds=time.perf_counter() - t0, results=frame,
-                     results_path=out, skipped=skipped)
+                     results_path=out, skipped=skipped, adopted=adopted)
 
 
 def _download(todo: list[Cell], cfg: RunConfig) -> None:
@@ -611,13 +617,14 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
     """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``."""
     from dpexp.experiments.results import cached_results
 
-    return write_results_table(cached_results(spec, scale, results_dir).frame, results_dir, spec.id, scale)
+    frame = cached_results(spec, scale, results_dir).frame
+    frame = keep_committed_rows(frame, results_dir, spec.id, scale)
+    return write_results_table(frame, results_dir, spec.id, scale)
 
 
 def write_results_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: str) -> Path:
-    out = Path(results_dir) / experiment / f"results-{scale}.csv"
-    cache.atomic_write_text(out, frame.to_csv(index=False))
-    return out
+    """``results/EXP/results-SCALE.csv`` (``.csv.gz`` at paper scale, the committed table)."""
+    return write_table(frame, results_dir, experiment, scale)
 
 
 def ledger_entries(spec: ExperimentSpec, scale: str, results_dir: Path, seed: int = 0) -> list[dict]:

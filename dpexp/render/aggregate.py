@@ -2,26 +2,47 @@
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpexp.experiments.schema import (
+    REPLICATE_COLUMNS,
+    RUN_COLUMNS,
+    cell_columns,
+    param_column,
+    param_columns,
+)
 from dpexp.experiments.spec import ExperimentSpec
-from dpexp.render.frame import normalise, not_dp_mask, with_not_dp_mark
+from dpexp.render.frame import normalise, not_dp_mask, row_param, with_not_dp_mark
 
-GROUP = ["dataset", "label", "params", "epsilon", "metric", "step"]
+#: What one aggregated entry is: a cell without its replicates (pooled), the columns
+#: constant in one experiment at one scale, and the algorithm (its label names it).
+SETTING_COLUMNS = cell_columns(without=[*RUN_COLUMNS, "algorithm", *REPLICATE_COLUMNS])
+GROUP = [*SETTING_COLUMNS, "metric", "step"]
 
 
-def series_name(label: str, params_json: str, grid_keys: list[str]) -> str:
-    """Legend/column name: the label plus the grid parameters that vary."""
+def series_name(label: str, params: Mapping[str, Any], grid_keys: list[str]) -> str:
+    """Legend/column name: the label plus the grid parameters that vary (``params`` maps a
+    parameter name to its value; absent names show as None)."""
     if not grid_keys:
         return label
-    params = json.loads(params_json)
     inner = ", ".join(f"{k}={params.get(k)}" for k in grid_keys)
     return f"{label} ({inner})"
+
+
+def _series_names(agg: pd.DataFrame, grid_keys: dict[str, list[str]]) -> list[str]:
+    values = {c: agg[c].tolist() for c in param_columns(agg.columns)}
+    out = []
+    for i, label in enumerate(agg["label"]):
+        keys = grid_keys.get(label, [])
+        params = {k: values[param_column(k)][i] for k in keys if param_column(k) in values}
+        out.append(series_name(label, params, keys))
+    return out
 
 
 def grid_keys_by_label(spec: ExperimentSpec) -> dict[str, list[str]]:
@@ -38,7 +59,8 @@ AGG_COLUMNS = [*GROUP, "series", "display", "mean", "std", "n", "epsilon_spent",
 
 
 def aggregate(frame: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
-    """Mean, std and count of each (dataset, algorithm, params, epsilon, metric, step).
+    """Mean, std and count of each (dataset, algorithm, params, epsilon, metric, step),
+    with the entry's ``p_<name>`` parameter columns.
 
     Rows of different seeds, folds and repeats are pooled as independent replicates
     (``n`` counts them). ``not_dp`` marks a group with any row whose release is not DP
@@ -61,12 +83,16 @@ def aggregate(frame: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
         .reset_index()
     )
     agg["std"] = agg["std"].fillna(0.0)
-    gk = grid_keys_by_label(spec)
-    agg["series"] = [series_name(lab, p, gk.get(lab, [])) for lab, p in zip(agg["label"], agg["params"], strict=True)]
+    # The parameter columns are functions of ``params`` (grouped on): one row per params.
+    pcols = param_columns(f.columns)
+    if pcols:
+        agg = agg.merge(f[["params", *pcols]].drop_duplicates("params"), on="params", how="left",
+                        sort=False, validate="many_to_one")
+    agg["series"] = _series_names(agg, grid_keys_by_label(spec))
     agg["display"] = [with_not_dp_mark(s) if bad else s
                       for s, bad in zip(agg["series"], agg["not_dp"], strict=True)]
     agg["step"] = agg["step"].replace(-1, np.nan)
-    return agg[AGG_COLUMNS]
+    return agg[[*AGG_COLUMNS, *pcols]]
 
 
 def _matches(entry: dict, row: pd.Series, ds_display: dict[str, str]) -> bool:
@@ -90,7 +116,7 @@ def _matches(entry: dict, row: pd.Series, ds_display: dict[str, str]) -> bool:
         elif key == "step":
             if pd.isna(row["step"]) or int(want) != int(row["step"]):
                 return False
-        elif key.startswith("param:") and json.loads(row["params"]).get(key[6:]) != want:
+        elif key.startswith("param:") and row_param(row, key[6:]) != want:
             return False
     return True
 

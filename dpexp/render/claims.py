@@ -53,12 +53,12 @@ def _metric_rows(agg: pd.DataFrame, metric, tasks: dict[str, str]) -> pd.DataFra
 
 
 def _axis(sub: pd.DataFrame, over: str) -> pd.Series:
-    import json
+    from dpexp.render.frame import param_values
 
     if over == "epsilon":
         return sub["epsilon"].astype(float)
     if over.startswith("param:"):
-        return sub["params"].map(lambda p: json.loads(p).get(over[6:])).astype(float)
+        return param_values(sub, over[6:]).astype(float)
     raise ValueError(f"claim 'over' must be epsilon or param:NAME, got {over!r}")
 
 

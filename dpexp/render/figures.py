@@ -12,7 +12,6 @@ title, and the second title line states the feature-domain source (issue 16, ite
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpexp.experiments.spec import ExperimentSpec
-from dpexp.render.frame import RenderContext
+from dpexp.render.frame import RenderContext, param_values
 
 
 def _legend_names(agg: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +55,7 @@ def _x_values(sub: pd.DataFrame, x: str) -> pd.Series:
         return sub["step"].astype(float)
     if x.startswith("param:"):
         key = x[6:]
-        return sub["params"].map(lambda p: json.loads(p).get(key)).astype(float)
+        return param_values(sub, key).astype(float)
     if x.startswith("dataset_param:"):
         key = x[len("dataset_param:"):]
         return sub["dataset"].map(lambda d: _dataset_param(d, key)).astype(float)

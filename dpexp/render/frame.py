@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dpexp.experiments.schema import param_column
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render.markup import SMOKE_LABEL
 
@@ -40,6 +41,23 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     f["private"] = f["private"].map(_as_bool).astype(object)
     f["epsilon"] = f["epsilon"].astype(float)
     return f
+
+
+def param_values(frame: pd.DataFrame, name: str) -> pd.Series:
+    """Algorithm parameter ``name`` of every row: its ``p_<name>`` column (see
+    :func:`dpexp.experiments.results.with_param_columns`), None where no row has it.
+
+    The renderer reads parameters only from these columns, never from the ``params`` JSON.
+    """
+    col = param_column(name)
+    if col in frame:
+        return frame[col]
+    return pd.Series([None] * len(frame), index=frame.index, dtype=object)
+
+
+def row_param(row: pd.Series, name: str):
+    """Algorithm parameter ``name`` of one row (None where absent), see :func:`param_values`."""
+    return row.get(param_column(name))
 
 
 def _as_bool(v) -> bool | None:

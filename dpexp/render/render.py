@@ -25,6 +25,7 @@ import pandas as pd
 
 from dpexp.errors import DpexpError
 from dpexp.experiments.cache import atomic_write_text
+from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render.aggregate import aggregate, attach_paper_values
 from dpexp.render.figures import render_figure
@@ -39,9 +40,6 @@ from dpexp.render.frame import (
 )
 from dpexp.render.markup import SMOKE_LABEL, caveat_box, md_code, md_escape
 from dpexp.render.tables import render_table
-
-#: Columns that identify one cell (one fit) in the results frame.
-CELL_COLUMNS = ["dataset", "label", "params", "epsilon", "fold", "repeat", "seed"]
 
 _FILTER_FIELDS = (("datasets", "dataset"), ("algorithms", "algorithms"), ("epsilons", "eps"),
                   ("seeds", "seed"))

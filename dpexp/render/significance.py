@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dpexp.experiments.schema import REPLICATE_COLUMNS
 from dpexp.render.markup import md_escape
 
 
@@ -20,7 +21,7 @@ def wilcoxon_table(frame: pd.DataFrame, reference: str, metric: str = "accuracy"
     df = frame[(frame["metric"] == metric) & frame["step"].isna()]
     rows = []
     for (ds, eps), sub in df.groupby(["dataset", "epsilon"], dropna=False):
-        pair_by = [c for c in ("seed", "fold", "repeat") if c in sub]
+        pair_by = [c for c in REPLICATE_COLUMNS if c in sub]
         wide = sub.pivot_table(index=pair_by, columns="label", values="value")
         if reference not in wide:
             continue

@@ -8,7 +8,6 @@ footer counts how many of the paper's printed values were shown and compared
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pandas as pd
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render.aggregate import comparison_summary
-from dpexp.render.frame import RenderContext
+from dpexp.render.frame import RenderContext, param_values, row_param
 from dpexp.render.markup import SMOKE_LABEL, md_escape
 
 
@@ -36,7 +35,7 @@ def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
     if axis.startswith("dataset_param:"):
         return row["dataset"]
     if axis.startswith("param:"):
-        return json.loads(row["params"]).get(axis[6:])
+        return row_param(row, axis[6:])
     raise ValueError(f"unknown table axis {axis!r}")
 
 
@@ -78,7 +77,7 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> 
     param_keys = [f"_{a}" for a in rows_axis if a.startswith("param:")]
     for a in rows_axis:
         if a.startswith("param:"):
-            sub = sub.assign(**{f"_{a}": sub["params"].map(lambda p, k=a[6:]: _sort_key(json.loads(p).get(k)))})
+            sub = sub.assign(**{f"_{a}": param_values(sub, a[6:]).map(_sort_key)})
     sub = sub.sort_values(["_d", *param_keys, "_a", "epsilon", "step"], kind="stable")
     out = pd.DataFrame(
         {

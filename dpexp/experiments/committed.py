@@ -1,0 +1,164 @@
+"""Committed results: a paper-scale campaign that outlives one machine.
+
+The per-cell cache (``results/cache/``) is not committed; the tidy table of every finished
+cell is: ``results/EXP/results-paper.csv.gz`` (compressed, written deterministically so an
+unchanged campaign gives unchanged bytes). A run, a render or a report on a fresh clone
+takes the committed rows as finished cells instead of recomputing them: for every cell of
+the spec's grid whose key (:attr:`dpexp.experiments.cells.Cell.key`) the table holds, the
+table's rows *are* the cell. A campaign is therefore committed as it goes (commit the
+table after each finished experiment) and resumed anywhere.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpexp.experiments import cache
+from dpexp.experiments.cells import Cell, canonical_json, expand, format_epsilon
+from dpexp.experiments.spec import ExperimentSpec
+
+__all__ = [
+    "adopt_committed", "committed_payloads", "keep_committed_rows", "row_key", "table_path",
+    "write_table",
+]
+
+#: Text columns whose empty value is "" (not missing).
+_TEXT_COLUMNS = ("not_dp_reason", "domain_source", "label", "git_revision", "dpexp_version")
+#: Scales whose union table is compressed (and meant to be committed).
+COMPRESSED_SCALES = ("paper",)
+
+
+def table_path(results_dir: Path, experiment: str, scale: str) -> Path:
+    """``results/EXP/results-SCALE.csv`` (``.csv.gz`` at paper scale: it is committed)."""
+    suffix = ".csv.gz" if scale in COMPRESSED_SCALES else ".csv"
+    return Path(results_dir) / experiment / f"results-{scale}{suffix}"
+
+
+def write_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: str) -> Path:
+    """Write the union table; rows in a stable order, gzip without a timestamp."""
+    out = table_path(results_dir, experiment, scale)
+    order = [c for c in ("dataset", "label", "params", "epsilon", "seed", "repeat", "fold",
+                         "metric", "step") if c in frame.columns]
+    if len(frame) and order:
+        frame = frame.sort_values(order, kind="stable", na_position="first")
+    text = frame.to_csv(index=False)
+    if out.suffix != ".gz":
+        cache.atomic_write_text(out, text)
+        return out
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
+        gz.write(text.encode())
+    cache.atomic_write_bytes(out, buf.getvalue())
+    return out
+
+
+def _key(values: dict[str, Any]) -> str:
+    """The cell key (same canonical JSON as :attr:`Cell.key`) of a result row."""
+    eps = float(values["epsilon"])
+    return canonical_json({
+        "experiment": values["experiment"], "scale": values["scale"],
+        "dataset": values["dataset"], "algorithm": values["algorithm"],
+        "label": values["label"], "params": json.loads(values["params"]),
+        "epsilon": format_epsilon(eps), "fold": int(values["fold"]),
+        "repeat": int(values["repeat"]), "seed": int(values["seed"]),
+    })
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """Public name of :func:`_key` (tests check it equals ``Cell.key``)."""
+    return _key(row)
+
+
+def _clean(value: Any) -> Any:
+    """A CSV value back to what the runner wrote (NaN -> None for optional fields)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Committed rows grouped by cell key."""
+    frame = pd.read_csv(path, keep_default_na=True)
+    if frame.empty:
+        return {}
+    for col in _TEXT_COLUMNS:  # CSV writes "" as an empty field, read back as NaN
+        if col in frame.columns:
+            frame[col] = frame[col].fillna("")
+    id_cols = ["experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
+               "fold", "repeat", "seed"]
+    missing = [c for c in id_cols if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: not a dpexp results table (no column(s) {missing})")
+    records = frame.to_dict("records")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rec in records:
+        row = {k: _clean(v) for k, v in rec.items() if not str(k).startswith("p_")}
+        row["value"] = float(rec["value"])
+        out.setdefault(_key(rec), []).append(row)
+    return out
+
+
+def committed_payloads(
+    spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None
+) -> list[dict[str, Any]]:
+    """Cache payloads (``key``, ``cell``, ``rows``) of the spec's grid cells that the
+    committed table holds (for ``seeds``, default: every seed in the table)."""
+    path = table_path(results_dir, spec.id, scale)
+    if not path.exists():
+        return []
+    groups = _read_rows(path)
+    if not groups:
+        return []
+    if seeds is None:
+        seeds = sorted({int(r["seed"]) for rows in groups.values() for r in rows})
+    out = []
+    for seed in seeds:
+        for cell in expand(spec, scale, int(seed)):
+            rows = groups.get(cell.key)
+            if rows is not None:
+                out.append({"key": cell.key, "cell": cell.to_dict(), "rows": rows,
+                            "committed": True})
+    return out
+
+
+def adopt_committed(spec: ExperimentSpec, scale: str, results_dir: Path,
+                    cells: list[Cell]) -> int:
+    """Write the committed rows of ``cells`` not cached yet into the cache; how many."""
+    wanted = {c.key: c for c in cells if not cache.has_cell(results_dir, c)}
+    if not wanted:
+        return 0
+    seeds = sorted({c.seed for c in wanted.values()})
+    adopted = 0
+    for payload in committed_payloads(spec, scale, results_dir, seeds):
+        cell = wanted.get(payload["key"])
+        if cell is not None:
+            cache.write_cell(results_dir, cell, {"cell": payload["cell"], "rows": payload["rows"],
+                                                 "committed": True})
+            adopted += 1
+    return adopted
+
+
+def keep_committed_rows(frame: pd.DataFrame, results_dir: Path, experiment: str,
+                        scale: str) -> pd.DataFrame:
+    """``frame`` (rows from the cache) plus the table's rows of cells the cache lacks.
+
+    Rewriting the table from a partial cache (a fresh clone that ran one dataset) must not
+    drop the committed cells it did not touch (other datasets, seeds, override runs).
+    """
+    path = table_path(results_dir, experiment, scale)
+    if not path.exists():
+        return frame
+    have = {_key(r) for r in frame.to_dict("records")} if len(frame) else set()
+    extra = [row for key, rows in _read_rows(path).items() if key not in have for row in rows]
+    if not extra:
+        return frame
+    return pd.concat([frame, pd.DataFrame.from_records(extra, columns=frame.columns)],
+                     ignore_index=True)

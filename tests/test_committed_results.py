@@ -1,0 +1,78 @@
+"""Committed results are finished cells (dpexp/experiments/committed.py, issue 19)."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+from dpexp.experiments.cells import expand
+from dpexp.experiments.committed import adopt_committed, row_key, table_path, write_table
+from dpexp.experiments.results import cached_results
+from dpexp.experiments.spec import resolve
+
+
+def _run(results, *extra):
+    res = CliRunner().invoke(app, ["run", "quickstart", "--results-dir", str(results),
+                                   "--no-render", "-q", *extra])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_rows_of_the_table_are_finished_cells(tmp_path):
+    results = tmp_path / "results"
+    _run(results)
+    spec = resolve("quickstart").at_scale("smoke")
+    first = cached_results(spec, "smoke", results).frame
+    # every row's key is its cell's key
+    keys = {c.key for c in expand(spec, "smoke", 0)}
+    assert {row_key(r) for r in first.to_dict("records")} == keys
+    # a fresh clone: only the table is there; the run computes nothing and gets the rows
+    shutil.rmtree(results / "cache")
+    out = _run(results)
+    assert " 0 computed" in out, out
+    again = cached_results(spec, "smoke", results).frame
+    cols = ["dataset", "label", "params", "epsilon", "fold", "repeat", "metric"]
+    a = first.sort_values(cols).reset_index(drop=True)
+    b = again.sort_values(cols).reset_index(drop=True)
+    assert a["value"].tolist() == b["value"].tolist()
+    assert a["not_dp_reason"].tolist() == b["not_dp_reason"].tolist()
+    # --force recomputes instead of adopting
+    shutil.rmtree(results / "cache")
+    assert " 0 computed" not in _run(results, "--force")
+
+
+def test_another_seed_is_not_adopted(tmp_path):
+    results = tmp_path / "results"
+    _run(results)
+    shutil.rmtree(results / "cache")
+    spec = resolve("quickstart").at_scale("smoke")
+    assert adopt_committed(spec, "smoke", results, expand(spec, "smoke", 1)) == 0
+    assert adopt_committed(spec, "smoke", results, expand(spec, "smoke", 0)) == len(expand(spec, "smoke", 0))
+
+
+def test_paper_table_is_compressed_and_deterministic(tmp_path):
+    frame = pd.DataFrame({"dataset": ["b", "a"], "label": ["x", "x"], "params": ["{}", "{}"],
+                          "epsilon": [1.0, 1.0], "seed": [0, 0], "repeat": [0, 0],
+                          "fold": [1, 0], "metric": ["error", "error"], "step": [None, None],
+                          "value": [0.25, 0.5]})
+    path = write_table(frame, tmp_path, "exp", "paper")
+    assert path == table_path(tmp_path, "exp", "paper") and path.name.endswith(".csv.gz")
+    first = path.read_bytes()
+    write_table(frame.iloc[::-1], tmp_path, "exp", "paper")
+    assert path.read_bytes() == first  # same rows, same bytes (no timestamp, sorted)
+    assert gzip.decompress(first).decode().splitlines()[1].startswith("a,")
+
+
+def test_a_partial_rerun_keeps_the_other_committed_cells(tmp_path):
+    results = tmp_path / "results"
+    _run(results)
+    table = pd.read_csv(table_path(results, "quickstart", "smoke"))
+    shutil.rmtree(results / "cache")
+    labels = sorted(table["label"].unique())
+    _run(results, "--algorithms", labels[0])  # touches one column's cells only
+    after = pd.read_csv(table_path(results, "quickstart", "smoke"))
+    assert len(after) == len(table) and sorted(after["label"].unique()) == labels
