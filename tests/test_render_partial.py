@@ -144,3 +144,72 @@ def test_not_dp_rows_and_domain_source_are_stated(tmp_path, captured):
     assert "every budgeted row on adult" not in md
     assert "public feature domain for adult; not DP: domain from data (observed) for abalone" in md
     assert "not DP: domain from data" in captured[-1]["title"]
+
+
+# ------------------------------------------------------------------ parameters are columns
+
+
+def _cache_grid(results_dir, spec_id: str) -> None:
+    """Every smoke cell of ``spec_id``, with a synthetic value for each metric it may show
+    (the task's metrics, the plotted and the tabulated one)."""
+    from dpexp.datasets.registry import get_dataset_info
+
+    spec = resolve(spec_id).at_scale("smoke")
+    rng = np.random.default_rng(0)
+    for c in expand(spec, "smoke", 0):
+        task = get_dataset_info(c.dataset.name).task
+        wanted = [*spec.metrics_for(task), (spec.table or {}).get("metric"), spec.plot.get("y")]
+        wanted = [m.get(task) if isinstance(m, dict) else m for m in wanted]
+        rows = []
+        for m in dict.fromkeys(w for w in wanted if isinstance(w, str)):
+            rows += _rows(c, metric=m, kind="metric", value=float(rng.uniform(0.1, 0.9)),
+                          private=not math.isinf(c.epsilon), domain="declared")
+        cache.write_cell(results_dir, c, {"cell": c.to_dict(), "rows": rows})
+
+
+class _NoJson:
+    """Stands in for ``json`` in dpexp.render's modules: the renderer must not parse params."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"dpexp.render called json.{name}: parameters are p_ columns")
+
+
+@pytest.mark.parametrize("spec_id, needle", [
+    ("xgbdp-fig3", "XGBoost-DP (max\\_depth=3)"),  # series named from a grid parameter
+    ("fletcher-table2", "| 500 |"),                # table rows over param:j (paper values)
+    ("fletcher-fig7", "synthA · 300"),             # figure x axis over param:n_trees
+    ("inprivate-fig5", "Abalone · 4 (mae)"),       # claims over param:n_participants
+])
+def test_render_reads_parameters_from_p_columns_never_from_params(tmp_path, monkeypatch, spec_id, needle):
+    import importlib
+    import pkgutil
+
+    import dpexp.render
+    from dpexp.experiments.results import cached_results
+    from dpexp.render.claims import check_claims
+    from dpexp.render.render import render_frame
+
+    r = tmp_path / "results"
+    _cache_grid(r, spec_id)
+    spec = resolve(spec_id).at_scale("smoke")
+    plain = render_experiment(spec, "smoke", r, tmp_path / "figures")
+    expected = {p.suffix: p.read_text() for p in plain.files if p.suffix in (".md", ".csv", ".tex")}
+    assert needle in expected[".md"]
+    # params stays the cell's identity, but as an opaque token nothing can parse (sorting
+    # as the JSON does: entries are grouped, so ordered, by params)
+    frame = cached_results(spec, "smoke", r).frame
+    assert any(c.startswith("p_") for c in frame.columns)
+    tokens = {p: f"cell-params-{i:04d}" for i, p in enumerate(sorted(frame["params"].unique()))}
+    opaque = frame.assign(params=frame["params"].map(tokens))
+    for info in pkgutil.iter_modules(dpexp.render.__path__):
+        monkeypatch.setattr(importlib.import_module(f"dpexp.render.{info.name}"), "json", _NoJson(),
+                            raising=False)
+    other = tmp_path / "other"
+    again = render_frame(spec, "smoke", opaque, other, tmp_path / "figures2",
+                         missing=plain.missing_cells, done=plain.done_cells)
+    assert {p.suffix: p.read_text() for p in again.files if p.suffix in expected} == expected
+    assert again.done_cells == plain.done_cells
+    claims = [(c.status, c.detail) for c in check_claims(spec.claims, plain.agg, plain.context.tasks, "paper")]
+    assert [(c.status, c.detail) for c in check_claims(spec.claims, again.agg, again.context.tasks, "paper")] == claims
+    if spec_id == "inprivate-fig5":  # the trend was computed along the parameter
+        assert any("rank corr." in detail for _, detail in claims)
