@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from dpexp.algorithms.registry import AlgorithmInfo
+from dpexp.registry import AlgorithmInfo
 from dpexp.privacy import Accountant
 
 

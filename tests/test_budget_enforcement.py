@@ -13,7 +13,7 @@ from dpexp.cli import app
 
 @pytest.fixture()
 def broken_setup(tmp_path, monkeypatch):
-    import dpexp.algorithms.registry as registry
+    import dpexp.registry as registry
 
     monkeypatch.setattr(registry, "ALGORITHM_MODULES", [*registry.ALGORITHM_MODULES, "overspending_algorithms"])
     specs = tmp_path / "specs"

@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import StratifiedKFold
 
-from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
+from dpexp.papers.dpboost.estimators import DPBoostClassifier, NPGBDTClassifier
 
 ADULT = Path("/work/shared/datasets/adult")
 pytestmark = pytest.mark.skipif(not (ADULT / "a9a").exists(), reason="adult mirror absent")

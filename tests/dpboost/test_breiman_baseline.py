@@ -1,11 +1,11 @@
-"""breiman_rf (the non-private reference, dpexp.algorithms.baselines) over declared classes."""
+"""breiman_rf (the non-private reference, dpexp.papers.baselines.estimators) over declared classes."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from dpexp.algorithms.baselines import BreimanForestClassifier
-from dpexp.algorithms.registry import make_estimator
+from dpexp.papers.baselines.estimators import BreimanForestClassifier
+from dpexp.registry import make_estimator
 
 
 def _data():

@@ -6,7 +6,7 @@ import warnings
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpexp.algorithms.dpboost import (
+from dpexp.papers.dpboost.estimators import (
     DPBoostClassifier,
     DPBoostRegressor,
     NPGBDTClassifier,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpexp.algorithms.fletcher import FletcherForestClassifier, FletcherNonPrivateForestClassifier
-from dpexp.algorithms.fletcher_comparators import FSTreeClassifier, JPWForestClassifier
+from dpexp.papers.fletcher.forest import FletcherForestClassifier, FletcherNonPrivateForestClassifier
+from dpexp.papers.fletcher.comparators import FSTreeClassifier, JPWForestClassifier
 
 _NOISY = ("differentially private: on the checks' tiny data sets the privacy noise "
           "(and, for the forest, one disjoint subset of a few records per tree) dominates")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpexp.algorithms.registry import PUBLIC_PARAMS
+from dpexp.registry import PUBLIC_PARAMS
 
 FIGS = [f"inprivate-fig{i}" for i in range(4, 9)]
 

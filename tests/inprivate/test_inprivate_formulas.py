@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     ProtocolConfig,
     budget_split,
     classification_residuals,

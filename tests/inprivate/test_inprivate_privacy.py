@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateRegressor,
     assign_chunks,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     DataDependentShareWarning,
     InPrivateClassifier,
     InPrivateNPClassifier,
@@ -25,7 +25,7 @@ from dpexp.algorithms.inprivate import (
     participant_share,
     round_shares,
 )
-from dpexp.algorithms.inprivate_audit import (
+from dpexp.papers.inprivate.audit import (
     SHARE_FLIPPED,
     SHARE_N,
     SHARE_RECORDS_PER_PARTICIPANT,

@@ -6,7 +6,7 @@ import warnings
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateNPClassifier,
     InPrivateNPRegressor,

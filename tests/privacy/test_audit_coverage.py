@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import dpexp.algorithms
-from dpexp.algorithms.registry import all_algorithms
+from dpexp.registry import all_algorithms
 from dpexp.privacy import audit
 from dpexp.privacy.audit import (
     AuditTarget,

@@ -9,15 +9,15 @@ import warnings
 import numpy as np
 import pytest
 
-from dpexp.algorithms.gaussian_bdt import GaussianBDTClassifier, GaussianBDTRegressor
-from dpexp.algorithms.registry import get_algorithm
-from dpexp.algorithms.xgbdp_comparators import (
+from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier, GaussianBDTRegressor
+from dpexp.registry import get_algorithm
+from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
     NPAdaBoostXGBDPClassifier,
     NPRandomForestXGBDPClassifier,
 )
-from dpexp.algorithms.xgboost_dp import NPXGBoostClassifier, XGBoostDPClassifier
+from dpexp.papers.xgbdp.estimators import NPXGBoostClassifier, XGBoostDPClassifier
 from dpexp.privacy.public import DataDependentClassesWarning
 
 META = {

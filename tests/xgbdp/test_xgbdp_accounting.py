@@ -8,19 +8,19 @@ import math
 import numpy as np
 import pytest
 
-from dpexp.algorithms.gaussian_bdt import (
+from dpexp.papers.gaussian_bdt.estimators import (
     GaussianBDTClassifier,
     GaussianBDTRegressor,
     leaf_sigma,
     release_budgets,
     slides_sigma,
 )
-from dpexp.algorithms.xgbdp_comparators import (
+from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
     adaboost_round_budgets,
 )
-from dpexp.algorithms.xgboost_dp import (
+from dpexp.papers.xgbdp.estimators import (
     XGBoostDPClassifier,
     per_node_half_budget,
     per_tree_budget,

@@ -6,14 +6,14 @@ import warnings
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpexp.algorithms.gaussian_bdt import GaussianBDTClassifier, GaussianBDTRegressor
-from dpexp.algorithms.xgbdp_comparators import (
+from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier, GaussianBDTRegressor
+from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
     NPAdaBoostXGBDPClassifier,
     NPRandomForestXGBDPClassifier,
 )
-from dpexp.algorithms.xgboost_dp import NPXGBoostClassifier, XGBoostDPClassifier
+from dpexp.papers.xgbdp.estimators import NPXGBoostClassifier, XGBoostDPClassifier
 
 _SMALL = {"n_trees": 3, "max_depth": 3}
 ESTIMATORS = [

@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.gbdt_common import (
+from dpexp.boosting.gbdt import (
     ScaledScoreRegressorMixin,
     apply_tree,
     check_reg_lambda,
@@ -43,10 +43,10 @@ from dpexp.algorithms.gbdt_common import (
     not_dp_reasons,
     prepare_predict_matrix,
     raw_predict,
+    split_sensitivity,
     staged_raw_predict,
 )
-from dpexp.algorithms.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
-from dpexp.algorithms.registry import AlgorithmInfo
+from dpexp.boosting.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, record_partition
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
@@ -56,11 +56,6 @@ from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, New
 MODES = ("dpboost", "seq", "para")
 
 # ----------------------------------------------------------------------------- formulas
-
-
-def split_sensitivity(g_star: float) -> float:
-    """Delta G = 3 g*^2 (Lemma 1, Corollary 1)."""
-    return 3.0 * g_star**2
 
 
 def glc_threshold(g_star: float, learning_rate: float, t: int) -> float:
@@ -481,36 +476,3 @@ class NPGBDTRegressor(_RegressorPart, _NPMixin, _BoostingBase):
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, random_state=None):
         _init(self, locals())
-
-
-_MOD = "dpexp.algorithms.dpboost"
-_DP_TARGETS = {
-    "classification": f"{_MOD}:DPBoostClassifier",
-    "regression": f"{_MOD}:DPBoostRegressor",
-}
-ALGORITHMS = [
-    AlgorithmInfo(
-        name="dpboost", targets=_DP_TARGETS, private=True, paper="dpboost-li-2020",
-        description="DPBoost: GDF + GLC + ensemble of ensembles (Li et al. 2020, Alg. 1-2).",
-        default_params={"mode": "dpboost"},
-    ),
-    AlgorithmInfo(
-        name="seq", targets=_DP_TARGETS, private=True, paper="dpboost-li-2020",
-        description="SEQ baseline: every tree on all data, epsilon/T each (Section 4).",
-        default_params={"mode": "seq"},
-    ),
-    AlgorithmInfo(
-        name="para", targets=_DP_TARGETS, private=True, paper="dpboost-li-2020",
-        description="PARA baseline: each tree on half the unused data, full epsilon (Section 4).",
-        default_params={"mode": "para"},
-    ),
-    AlgorithmInfo(
-        name="np_gbdt",
-        targets={
-            "classification": f"{_MOD}:NPGBDTClassifier",
-            "regression": f"{_MOD}:NPGBDTRegressor",
-        },
-        private=False, paper="dpboost-li-2020",
-        description="NP: non-private GBDT on the same engine (Section 4).",
-    ),
-]

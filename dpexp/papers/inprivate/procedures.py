@@ -1,7 +1,7 @@
 """Registered procedures of InPrivate Digging (Zhao et al. 2018).
 
 ``inprivate_schedule_timing`` (Fig. 4): runs Algorithm 2 with one real worker process per
-participant (:mod:`dpexp.algorithms.inprivate_schedule`), either as the baseline chain of
+participant (:mod:`dpexp.papers.inprivate.schedule`), either as the baseline chain of
 Section VI-A or with the speed-up of Section VI-C, and reports the measured wall-clock
 total next to Eq. (18) / Eq. (19) evaluated with the ``c_1`` (evaluate one tree on the
 own records) and ``c_2`` (train one tree) measured in the same run.
@@ -9,13 +9,13 @@ own records) and ``c_2`` (train one tree) measured in the same run.
 
 from __future__ import annotations
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateNPClassifier,
     InPrivateNPRegressor,
     InPrivateRegressor,
 )
-from dpexp.algorithms.inprivate_schedule import durations, eq18_seconds, eq19_seconds
+from dpexp.papers.inprivate.schedule import durations, eq18_seconds, eq19_seconds
 
 _ESTIMATOR_KEYS = {
     "records_per_participant", "n_records", "depth", "binning", "max_bins", "internal_fraction",

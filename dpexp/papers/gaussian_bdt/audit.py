@@ -1,5 +1,5 @@
 """End-to-end privacy audits of the Gaussian-mechanism boosted decision trees (Peinemann,
-slides "DP-Proof"; :mod:`dpexp.algorithms.gaussian_bdt`) on the real estimators.
+slides "DP-Proof"; :mod:`dpexp.papers.gaussian_bdt.estimators`) on the real estimators.
 
 Every draw fits the estimator with the public metadata passed explicitly, a fixed public
 ``random_state`` (the random splits: data-independent, the proof conditions on them) and
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.algorithms.dpboost_audit import (
+from dpexp.papers.dpboost.audit import (
     AUDIT_EPSILON,
     CLASSES,
     LABEL_EDGE,
@@ -34,7 +34,7 @@ from dpexp.algorithms.dpboost_audit import (
     real_release,
     tiny_public_metadata,
 )
-from dpexp.algorithms.gaussian_bdt import GaussianBDTClassifier, GaussianBDTRegressor
+from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier, GaussianBDTRegressor
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
 
 #: The (epsilon, delta) claimed by the audits.

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from dpexp.algorithms.fletcher_trees import theorem2_depth
+from dpexp.papers.fletcher.trees import theorem2_depth
 
 
 def smooth_sensitivity(j: float, epsilon: float) -> float:

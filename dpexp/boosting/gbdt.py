@@ -36,6 +36,12 @@ NOT_DP_REASONS = {
 }
 
 
+def split_sensitivity(g_star: float) -> float:
+    """Delta G = 3 g*^2 (DPBoost, Li et al. 2020, Lemma 1 and Corollary 1);
+    also the split sensitivity of XGBoost-DP."""
+    return 3.0 * g_star**2
+
+
 def check_reg_lambda(reg_lambda) -> float:
     """``lambda > 0`` as a float, else a ``ValueError`` naming ``reg_lambda``.
 

@@ -16,7 +16,7 @@ one inbox per participant (a ``multiprocessing.Manager`` queue, or a
 All participants pass a barrier before the clock starts; each logs a wall-clock timeline
 (``time.time()``, comparable across processes of one machine) of ``recv``/``eval``/
 ``train``/``send`` events. The protocol itself (quality checks, rounds, stop) is
-:class:`dpexp.algorithms.inprivate.ParticipantNode`, so the trees equal those of the
+:class:`dpexp.papers.inprivate.estimators.ParticipantNode`, so the trees equal those of the
 in-process run with the same seeds.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     SCHEDULES,
     ParticipantNode,
     ProtocolConfig,

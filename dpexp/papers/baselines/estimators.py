@@ -13,7 +13,6 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.utils.validation import check_is_fitted
 
-from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.privacy.public import public_classes
 
 
@@ -77,18 +76,3 @@ class BreimanForestClassifier(RandomForestClassifier):
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-
-ALGORITHMS = [
-    AlgorithmInfo(
-        name="breiman_rf",
-        targets={
-            "classification": "dpexp.algorithms.baselines:BreimanForestClassifier",
-            "regression": "sklearn.ensemble:RandomForestRegressor",
-        },
-        private=False,
-        paper="fletcher-islam-2017",
-        description="Breiman's random forest (scikit-learn), non-private reference.",
-        default_params={"n_estimators": 100, "n_jobs": 1},
-    ),
-]

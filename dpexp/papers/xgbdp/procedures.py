@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from dpexp.algorithms.registry import get_algorithm, make_estimator
 from dpexp.errors import BudgetExceededError
+from dpexp.registry import get_algorithm, make_estimator
 
 TOP_K = 10
 

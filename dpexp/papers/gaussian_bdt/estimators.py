@@ -54,7 +54,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.gbdt_common import (
+from dpexp.boosting.gbdt import (
     apply_tree,
     make_bin_mapper,
     not_dp_reasons,
@@ -63,13 +63,12 @@ from dpexp.algorithms.gbdt_common import (
     scale_labels,
     unscale_labels,
 )
-from dpexp.algorithms.labels import (
+from dpexp.boosting.labels import (
     binary_classes,
     labels_from_score,
     pm1_targets,
     proba_from_pm1_score,
 )
-from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, analytic_gaussian_sigma, gaussian_sigma_classic
 from dpexp.privacy.mechanisms import check_delta
@@ -325,16 +324,3 @@ class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
-
-
-_MOD = "dpexp.algorithms.gaussian_bdt"
-ALGORITHMS = [
-    AlgorithmInfo(
-        name="gaussian_bdt",
-        targets={"classification": f"{_MOD}:GaussianBDTClassifier",
-                 "regression": f"{_MOD}:GaussianBDTRegressor"},
-        private=True, paper="gaussian-bdt-peinemann-slides",
-        description="Gaussian-mechanism boosted decision trees: random splits, Gaussian "
-                    "noisy clipped-sum/count leaves, (eps, delta) accounting (Peinemann).",
-    ),
-]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpexp.privacy.audit import AuditTarget
+from dpexp.privacy.audit import AuditTarget, register_audit_target
 from dpexp.privacy.bounds import dp_feature_domain, log2_bin_edges
 
 #: The epsilon both targets claim.
@@ -95,3 +95,10 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
             "feature_domain: observed (min/max over the data): an extreme canary added; "
             "not DP, must be flagged", False),
 ]
+
+# A mechanism-level target of dpexp.privacy (like dpexp.privacy.audit_targets): registered
+# at import, imported through dpexp.privacy.audit.AUDIT_TARGET_MODULES.
+for _target_ in AUDIT_TARGETS:
+    register_audit_target(_target_)
+for _target_ in BROKEN_AUDIT_TARGETS:
+    register_audit_target(_target_, broken=True)

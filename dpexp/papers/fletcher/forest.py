@@ -3,7 +3,7 @@
 Algorithm 1 (BuildForest) and Algorithm 2 (BuildTree, GetMajorityLabels):
 
 * ``tau`` (``n_trees``, default 100, Section 4.4) random trees built without the data
-  (:mod:`dpexp.algorithms.fletcher_trees`), depth from Theorem 2 plus r/2 (Section 4.3).
+  (:mod:`dpexp.papers.fletcher.trees`), depth from Theorem 2 plus r/2 (Section 4.3).
 * Disjoint subsets of the training records, one per tree (Section 4.2, Definition 3),
   drawn with :func:`dpexp.privacy.record_partition`; every tree then uses the whole
   budget ``epsilon``. ``disjoint=False`` is the Fig. 5 alternative: all records in every
@@ -21,7 +21,7 @@ Algorithm 1 (BuildForest) and Algorithm 2 (BuildTree, GetMajorityLabels):
 
   Empty leaves output a uniformly random label (Section 4.2.1), drawn from the noise
   stream (a keyed pseudorandom function of a 128-bit secret drawn from it, see
-  :mod:`dpexp.algorithms.fletcher_trees`), never from the published tree seeds.
+  :mod:`dpexp.papers.fletcher.trees`), never from the published tree seeds.
 * Prediction: majority vote of the trees; ``predict_proba`` = vote shares (used for AUC),
   one column per declared class (``classes``), whether or not the training fold has it.
 
@@ -52,7 +52,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.fletcher_trees import (
+from dpexp.errors import check_epsilon
+from dpexp.papers.fletcher.trees import (
     TreeSchema,
     count_leaves,
     draw_empty_leaf_secret,
@@ -61,7 +62,6 @@ from dpexp.algorithms.fletcher_trees import (
     route_forest,
     theorem2_depth,
 )
-from dpexp.errors import check_epsilon
 from dpexp.privacy import (
     Accountant,
     exponential_mechanism,
@@ -434,33 +434,3 @@ class FletcherNonPrivateForestClassifier(_RandomForestBase):
 
     def fit(self, X, y):
         return self._fit_forest(X, y, epsilon=np.inf, n_trees=self.n_trees, disjoint=False, rule="exact")
-
-
-def _algorithms():
-    from dpexp.algorithms.registry import AlgorithmInfo
-
-    return [
-        AlgorithmInfo(
-            name="fletcher_forest",
-            targets={"classification": "dpexp.algorithms.fletcher:FletcherForestClassifier"},
-            private=True,
-            paper="fletcher-islam-2017-with-2021-addendum",
-            description=(
-                "DP random decision forest (Fletcher & Islam 2017); leaf labels by the 2021 "
-                "addendum's Report One-Sided Noisy Arg-Max (leaf_rule='smooth_2017' reproduces "
-                "the unproven 2017 rule)."
-            ),
-            default_params={"n_trees": 100},
-        ),
-        AlgorithmInfo(
-            name="fletcher_forest_np",
-            targets={"classification": "dpexp.algorithms.fletcher:FletcherNonPrivateForestClassifier"},
-            private=False,
-            paper="fletcher-islam-2017-with-2021-addendum",
-            description="Non-private version of the Fletcher-Islam forest (eps = inf, all data per tree).",
-            default_params={"n_trees": 100},
-        ),
-    ]
-
-
-ALGORITHMS = _algorithms()

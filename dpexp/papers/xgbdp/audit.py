@@ -1,7 +1,7 @@
 """End-to-end privacy audits of XGBoost-DP (Shi et al. 2021, Table 1, Section 5.1) and its
 Table 2 comparators (DP random forest, DP AdaBoost) on the real registered estimators.
 
-As in :mod:`dpexp.algorithms.dpboost_audit`: every draw fits the estimator on a tiny
+As in :mod:`dpexp.papers.dpboost.audit`: every draw fits the estimator on a tiny
 dataset with the public metadata passed explicitly, a fixed public ``random_state`` (the
 forest's per-node feature draws, AdaBoost's resampling keys) and ``noise_rng`` = a fresh
 child of the audit's generator; the output is the whole release (``classes_``,
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.algorithms.dpboost_audit import (
+from dpexp.papers.dpboost.audit import (
     AUDIT_EPSILON,
     CLASSES,
     QUICK_SAMPLES,
@@ -35,11 +35,11 @@ from dpexp.algorithms.dpboost_audit import (
     discrete_release,
     tiny_public_metadata,
 )
-from dpexp.algorithms.xgbdp_comparators import (
+from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
 )
-from dpexp.algorithms.xgboost_dp import XGBoostDPClassifier
+from dpexp.papers.xgbdp.estimators import XGBoostDPClassifier
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
 
 _X_CLS = np.array([[0.1], [0.2], [0.3], [0.4], [0.6], [0.9]])

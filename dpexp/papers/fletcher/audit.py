@@ -32,13 +32,13 @@ from functools import cache
 
 import numpy as np
 
-from dpexp.algorithms.fletcher import FletcherForestClassifier
-from dpexp.algorithms.fletcher_comparators import (
+from dpexp.papers.fletcher.comparators import (
     DiffprivlibForestClassifier,
     FSTreeClassifier,
     JPWForestClassifier,
 )
-from dpexp.algorithms.fletcher_trees import (
+from dpexp.papers.fletcher.forest import FletcherForestClassifier
+from dpexp.papers.fletcher.trees import (
     _GOLDEN,
     jpw_depth,
     key_uniform,

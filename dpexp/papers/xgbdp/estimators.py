@@ -25,7 +25,7 @@ Our reading, where the paper leaves choices open (stated in captions too):
 * Split utility: the XGBoost structure score of Eq. (9), ``G_L^2/(H_L+lambda) +
   G_R^2/(H_R+lambda)`` over the public candidate grid (all features x bin thresholds of the
   public domain), with sensitivity ``3 g*^2 = 3`` (Li et al. 2020 Lemma 1, reused from
-  :mod:`dpexp.algorithms.dpboost`). Section 4 once says the exponential mechanism is *not*
+  :mod:`dpexp.papers.dpboost.estimators`). Section 4 once says the exponential mechanism is *not*
   used for split points while Section 5.1 says it is; we follow Section 5.1.
 * Leaf: "noisy label counts" generalised to residuals. The leaf releases the Laplace-noised
   sum of residuals ``-sum g`` (sensitivity 1); its value is
@@ -83,7 +83,7 @@ AdaBoost's ``mean_rows_per_round``) are diagnostics for the experiments, recorde
 The non-private reference for the ``no_noise`` row of Table 2 is :class:`NPXGBoostClassifier`
 (``np_xgboost``): the same engine with greedy splits (Eq. 9 gain), exact Newton leaves and
 no noise. The same DP tree (:func:`grow_xgbdp_tree`) builds the random forest and AdaBoost
-comparators of :mod:`dpexp.algorithms.xgbdp_comparators`.
+comparators of :mod:`dpexp.papers.xgbdp.comparators`.
 """
 
 from __future__ import annotations
@@ -97,17 +97,17 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.dpboost import split_sensitivity
-from dpexp.algorithms.gbdt_common import (
+from dpexp.boosting.gbdt import (
     apply_tree,
     check_reg_lambda,
     make_bin_mapper,
     not_dp_reasons,
     prepare_predict_matrix,
+    split_sensitivity,
 )
-from dpexp.algorithms.labels import binary_classes
-from dpexp.algorithms.registry import AlgorithmInfo
+from dpexp.boosting.labels import binary_classes
 from dpexp.errors import check_epsilon
+from dpexp.papers.xgbdp import PAPER_NOT_DP  # the manifest states it
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.binning import BinMapper, BinnedData
@@ -117,8 +117,6 @@ from dpexp.trees.tree import ArrayTree
 
 VARIANTS = ("correct", "paper")
 #: Why ``variant="paper"`` is not DP (registry entry and the fit's accountant).
-PAPER_NOT_DP = ("Table 1 step 5 selects features by the importance of a non-private model "
-                "fitted on the private training data (no noise)")
 #: g* of the clipped squared-loss gradients / +-1 labels (|g| <= 1).
 G_STAR = 1.0
 #: "auto" termination: noisy count below this many standard deviations of its noise.
@@ -599,29 +597,3 @@ class NPXGBoostClassifier(_BoostingPart, XGBDPEnsembleBase):
 
     def _ensemble(self, data, X, y01, streams, acc):
         return self._boost(data, y01, streams, acc, private=False)
-
-
-_MOD = "dpexp.algorithms.xgboost_dp"
-_PAPER = "xgboost-dp-shi-2021"
-ALGORITHMS = [
-    AlgorithmInfo(
-        name="xgboost_dp", targets={"classification": f"{_MOD}:XGBoostDPClassifier"},
-        private=True, paper=_PAPER,
-        description="XGBoost-DP (Shi et al. 2021, Table 1), correctly accounted: trees "
-                    "compose sequentially, no feature selection on private data.",
-        default_params={"variant": "correct"},
-    ),
-    AlgorithmInfo(
-        name="xgboost_dp_paper", targets={"classification": f"{_MOD}:XGBoostDPClassifier"},
-        private=True, paper=_PAPER,
-        description="XGBoost-DP as published: adds Table 1 step 5 feature selection on the "
-                    "private data (NOT differentially private; reproduction only).",
-        default_params={"variant": "paper"},
-        not_dp=PAPER_NOT_DP,
-    ),
-    AlgorithmInfo(
-        name="np_xgboost", targets={"classification": f"{_MOD}:NPXGBoostClassifier"},
-        private=False, paper=_PAPER,
-        description="Non-private XGBoost on the same engine (Table 2 no_noise row).",
-    ),
-]

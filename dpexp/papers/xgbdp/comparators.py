@@ -1,5 +1,5 @@
 """The Table 2 comparators of Shi et al. 2021: a DP random forest and a DP AdaBoost built
-from the same DP tree as XGBoost-DP (:func:`dpexp.algorithms.xgboost_dp.grow_xgbdp_tree`),
+from the same DP tree as XGBoost-DP (:func:`dpexp.papers.xgbdp.estimators.grow_xgbdp_tree`),
 and their non-private twins for the ``no_noise`` row.
 
 The paper names the comparators ("Random forest", "Adaboost", Table 2, depth 7, same
@@ -40,8 +40,7 @@ import math
 
 import numpy as np
 
-from dpexp.algorithms.registry import AlgorithmInfo
-from dpexp.algorithms.xgboost_dp import (
+from dpexp.papers.xgbdp.estimators import (
     XGBDPEnsembleBase,
     grow_xgbdp_tree,
     per_tree_budget,
@@ -232,24 +231,3 @@ class NPAdaBoostXGBDPClassifier(_AdaBoostPart, XGBDPEnsembleBase):
                  categorical_features=None, n_categories=None, classes=None,
                  random_state=None):
         _common_init(self, locals())
-
-
-_MOD = "dpexp.algorithms.xgbdp_comparators"
-_PAPER = "xgboost-dp-shi-2021"
-
-
-def _info(name: str, cls: str, private: bool, description: str) -> AlgorithmInfo:
-    return AlgorithmInfo(name=name, targets={"classification": f"{_MOD}:{cls}"},
-                         private=private, paper=_PAPER, description=description)
-
-
-ALGORITHMS = [
-    _info("dp_rf_xgbdp", "DPRandomForestXGBDPClassifier", True,
-          "DP random forest of XGBoost-DP trees, eps/n per tree (Shi et al. Table 2 comparator)."),
-    _info("dp_adaboost", "DPAdaBoostXGBDPClassifier", True,
-          "DP AdaBoost (Poisson resampling) of XGBoost-DP trees (Shi et al. Table 2 comparator)."),
-    _info("np_xgb_tree_rf", "NPRandomForestXGBDPClassifier", False,
-          "Non-private twin of dp_rf_xgbdp (Table 2 no_noise row)."),
-    _info("np_xgb_tree_adaboost", "NPAdaBoostXGBDPClassifier", False,
-          "Non-private twin of dp_adaboost (Table 2 no_noise row)."),
-]

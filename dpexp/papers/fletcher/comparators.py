@@ -44,8 +44,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.fletcher import encode_labels, leaf_counts, mark_metadata, resolve_metadata
-from dpexp.algorithms.fletcher_trees import (
+from dpexp.errors import DpexpError, check_epsilon
+from dpexp.papers.fletcher.forest import encode_labels, leaf_counts, mark_metadata, resolve_metadata
+from dpexp.papers.fletcher.trees import (
     TreeSchema,
     draw_empty_leaf_secret,
     empty_leaf_laplace,
@@ -53,7 +54,6 @@ from dpexp.algorithms.fletcher_trees import (
     leaf_index,
     route_forest,
 )
-from dpexp.errors import DpexpError, check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
 from dpexp.privacy.randomness import estimator_streams
 from dpexp.trees.tree import ArrayTree, TreeBuilder
@@ -402,7 +402,7 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
                 "diffprivlib_rf needs the optional 'diffprivlib' package (pip install 'dpexp[peers]') "
                 f"importable with this scikit-learn; importing it failed: {exc}"
             ) from exc
-        from dpexp.algorithms.fletcher_trees import theorem2_depth
+        from dpexp.papers.fletcher.trees import theorem2_depth
 
         if "shuffle" not in inspect.signature(RandomForestClassifier).parameters:
             raise DpexpError(
@@ -434,31 +434,3 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return self.model_.predict(X)
-
-
-def _algorithms():
-    from dpexp.algorithms.registry import AlgorithmInfo
-
-    paper = "fletcher-islam-2017-with-2021-addendum"
-    mod = "dpexp.algorithms.fletcher_comparators"
-    return [
-        AlgorithmInfo(
-            name="jpw", targets={"classification": f"{mod}:JPWForestClassifier"}, private=True,
-            paper=paper, description="JPW DP random decision forest (Jagannathan et al. 2012), 10 trees.",
-            default_params={"n_trees": 10},
-        ),
-        AlgorithmInfo(
-            name="fs_c45", targets={"classification": f"{mod}:FSTreeClassifier"}, private=True,
-            paper=paper, description="Friedman & Schuster (2010) DiffP-C4.5, one greedy DP tree of depth 5.",
-            default_params={"max_depth": 5},
-        ),
-        AlgorithmInfo(
-            name="diffprivlib_rf", targets={"classification": f"{mod}:DiffprivlibForestClassifier"},
-            private=True, paper=paper,
-            description="IBM diffprivlib RandomForestClassifier (optional [peers] extra).",
-            default_params={"n_trees": 100}, requires=("diffprivlib",),
-        ),
-    ]
-
-
-ALGORITHMS = _algorithms()

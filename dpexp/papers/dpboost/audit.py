@@ -1,8 +1,8 @@
 """End-to-end privacy audits of DPBoost, SEQ and PARA (Li et al. 2020, Algorithms 1-2,
-Section 4) on the real registered estimators (:mod:`dpexp.algorithms.dpboost`).
+Section 4) on the real registered estimators (:mod:`dpexp.papers.dpboost.estimators`).
 
-Every draw fits :class:`~dpexp.algorithms.dpboost.DPBoostClassifier` /
-:class:`~dpexp.algorithms.dpboost.DPBoostRegressor` on a tiny dataset with all public
+Every draw fits :class:`~dpexp.papers.dpboost.estimators.DPBoostClassifier` /
+:class:`~dpexp.papers.dpboost.estimators.DPBoostRegressor` on a tiny dataset with all public
 input passed explicitly (``feature_domain``, ``categorical_features``, ``n_categories``,
 ``classes``, ``label_domain``), a fixed public ``random_state`` (the record partitions of
 DPBoost's ensembles and of PARA: the privacy proof conditions on them, Theorems 7-8) and
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.algorithms.dpboost import DPBoostClassifier, DPBoostRegressor
+from dpexp.papers.dpboost.estimators import DPBoostClassifier, DPBoostRegressor
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
 
 #: Budget claimed by the audits (a deterministic leak then shows as a bound of ~3.5-5).

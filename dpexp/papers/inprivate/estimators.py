@@ -26,7 +26,7 @@ Privacy" (INFOCOM 2018), ``shared/papers/inprivate-digging-zhao-2018.txt``.
   released with the Laplace mechanism; a tree that makes it worse can be rejected, and
   the *advance* of a round (the sum of those improvements per record) is compared with
   the threshold ``p`` to stop.
-* **Speed-up** (Section VI-C): :mod:`dpexp.algorithms.inprivate_schedule` runs the same
+* **Speed-up** (Section VI-C): :mod:`dpexp.papers.inprivate.schedule` runs the same
   protocol with one worker process per participant (``n_jobs != 1``).
 
 Privacy notes (see also the spec captions):
@@ -54,7 +54,7 @@ Privacy notes (see also the spec captions):
   back on ``n`` with a :class:`DataDependentShareWarning` and is marked not DP
   (``accountant_.mark_not_dp``): with ``share = rpp / n`` adding one record moves the
   chunk boundaries, so other records change chunk too (measured by the audit target
-  ``inprivate_share_from_n``, :mod:`dpexp.algorithms.inprivate_audit`).
+  ``inprivate_share_from_n``, :mod:`dpexp.papers.inprivate.audit`).
 * Randomness (:func:`dpexp.privacy.randomness.estimator_streams`): the record partition
   comes from the structure stream (``random_state``), every mechanism draw -- exponential
   splits, Laplace leaves, the quality releases -- from the noise stream (``noise_rng``;
@@ -82,15 +82,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.algorithms.gbdt_common import (
+from dpexp.boosting.gbdt import (
     ScaledScoreRegressorMixin,
     apply_tree,
     make_bin_mapper,
     not_dp_reasons,
     prepare_predict_matrix,
 )
-from dpexp.algorithms.labels import BinaryScoreClassifierMixin
-from dpexp.algorithms.registry import AlgorithmInfo
+from dpexp.boosting.labels import BinaryScoreClassifierMixin
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism, record_partition
 from dpexp.privacy.public import DataDependentWarning
@@ -773,7 +772,7 @@ class _InPrivateBase(BaseEstimator):
         if self.n_jobs in (None, 1):
             messages = run_inline(nodes, cfg)
         else:
-            from dpexp.algorithms.inprivate_schedule import run_parallel
+            from dpexp.papers.inprivate.schedule import run_parallel
 
             n_jobs = int(self.n_jobs)
             if 1 < n_jobs < cfg.n_participants:
@@ -973,23 +972,3 @@ class InPrivateNPRegressor(_NoPrivacy, _RegressorPart, _InPrivateBase):
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, random_state=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
-
-
-_MOD = "dpexp.algorithms.inprivate"
-ALGORITHMS = [
-    AlgorithmInfo(
-        name="inprivate",
-        targets={"classification": f"{_MOD}:InPrivateClassifier",
-                 "regression": f"{_MOD}:InPrivateRegressor"},
-        private=True, paper="inprivate-digging-zhao-2018",
-        description="InPrivate Digging: DP regression trees (Alg. 1) boosted across data owners "
-                    "(Alg. 2, rounds with the halving rule, quality control).",
-    ),
-    AlgorithmInfo(
-        name="inprivate_np",
-        targets={"classification": f"{_MOD}:InPrivateNPClassifier",
-                 "regression": f"{_MOD}:InPrivateNPRegressor"},
-        private=False, paper="inprivate-digging-zhao-2018",
-        description="No-Priv: the InPrivate protocol without noise (greedy splits, exact leaves).",
-    ),
-]
