@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from dpexp.registry import AlgorithmInfo
 from dpexp.privacy import Accountant
+from dpexp.registry import AlgorithmInfo
 
 
 @dataclass

@@ -5,10 +5,10 @@ audit tells the declared-classes release from the classes-from-y one."""
 from __future__ import annotations
 
 import pytest
-
 from dpexp.algorithms import dpboost_audit, gaussian_bdt_audit, xgbdp_audit
-from dpexp.registry import all_algorithms
+
 from dpexp.privacy.audit import run_target
+from dpexp.registry import all_algorithms
 
 MODULES = (dpboost_audit, xgbdp_audit, gaussian_bdt_audit)
 FAMILIES = ("dpexp.papers.dpboost.estimators", "dpexp.papers.xgbdp.estimators",

@@ -7,8 +7,11 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
-from dpexp.papers.fletcher.forest import FletcherForestClassifier, FletcherNonPrivateForestClassifier
 from dpexp.papers.fletcher.comparators import FSTreeClassifier, JPWForestClassifier
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
+)
 from dpexp.papers.fletcher.trees import TreeSchema, count_leaves, route
 from dpexp.registry import all_algorithms
 

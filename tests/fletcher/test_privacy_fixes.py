@@ -17,12 +17,16 @@ import warnings
 import numpy as np
 import pytest
 
+from dpexp.errors import DpexpError
 from dpexp.papers.fletcher import audit as fa
-from dpexp.papers.fletcher.forest import FletcherForestClassifier, FletcherNonPrivateForestClassifier
 from dpexp.papers.fletcher.comparators import (
     DiffprivlibForestClassifier,
     FSTreeClassifier,
     JPWForestClassifier,
+)
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
 )
 from dpexp.papers.fletcher.trees import (
     draw_empty_leaf_secret,
@@ -31,7 +35,6 @@ from dpexp.papers.fletcher.trees import (
     route_forest,
     siphash24_words,
 )
-from dpexp.errors import DpexpError
 from dpexp.privacy.audit import run_target
 from dpexp.privacy.public import DataDependentClassesWarning
 from dpexp.privacy.randomness import secure_generator

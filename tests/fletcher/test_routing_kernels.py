@@ -14,8 +14,11 @@ import warnings
 import numpy as np
 import pytest
 
-from dpexp.papers.fletcher.forest import FletcherForestClassifier, FletcherNonPrivateForestClassifier
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
+)
 from dpexp.papers.fletcher.trees import (
     _SALT_SPLIT,
     TreeSchema,

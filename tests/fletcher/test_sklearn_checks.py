@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpexp.papers.fletcher.forest import FletcherForestClassifier, FletcherNonPrivateForestClassifier
 from dpexp.papers.fletcher.comparators import FSTreeClassifier, JPWForestClassifier
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
+)
 
 _NOISY = ("differentially private: on the checks' tiny data sets the privacy noise "
           "(and, for the forest, one disjoint subset of a few records per tree) dominates")

@@ -9,6 +9,8 @@ from sklearn.datasets import make_classification, make_regression
 from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateRegressor,
+)
+from dpexp.papers.inprivate.formulas import (
     assign_chunks,
     round_shares,
 )

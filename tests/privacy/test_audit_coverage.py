@@ -13,10 +13,9 @@ import sys
 import types
 from pathlib import Path
 
+import dpexp.algorithms
 import pytest
 
-import dpexp.algorithms
-from dpexp.registry import all_algorithms
 from dpexp.privacy import audit
 from dpexp.privacy.audit import (
     AuditTarget,
@@ -25,6 +24,7 @@ from dpexp.privacy.audit import (
     run_target,
     target_source,
 )
+from dpexp.registry import all_algorithms
 
 
 def _algorithm_targets(broken: bool) -> list[AuditTarget] | Exception:

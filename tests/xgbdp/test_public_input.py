@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier, GaussianBDTRegressor
-from dpexp.registry import get_algorithm
 from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
@@ -19,6 +18,7 @@ from dpexp.papers.xgbdp.comparators import (
 )
 from dpexp.papers.xgbdp.estimators import NPXGBoostClassifier, XGBoostDPClassifier
 from dpexp.privacy.public import DataDependentClassesWarning
+from dpexp.registry import get_algorithm
 
 META = {
     "feature_domain": np.tile([0.0, 1.0], (3, 1)),

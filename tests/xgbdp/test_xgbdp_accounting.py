@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from dpexp.datasets.weather import weather_temperature
 from dpexp.papers.gaussian_bdt.estimators import (
     GaussianBDTClassifier,
     GaussianBDTRegressor,
@@ -25,7 +26,6 @@ from dpexp.papers.xgbdp.estimators import (
     per_node_half_budget,
     per_tree_budget,
 )
-from dpexp.datasets.weather import weather_temperature
 
 META = {"feature_domain": np.array([[-3.0, 3.0]] * 4)}
 

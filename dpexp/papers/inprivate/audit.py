@@ -39,7 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.papers.inprivate.estimators import InPrivateClassifier, InPrivateRegressor
+from dpexp.papers.inprivate.estimators import (
+    InPrivateClassifier,
+    InPrivateRegressor,
+)
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
 from dpexp.privacy.public import DataDependentWarning
 

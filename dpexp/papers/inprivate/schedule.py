@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.papers.inprivate.estimators import (
-    SCHEDULES,
+from dpexp.papers.inprivate.formulas import SCHEDULES
+from dpexp.papers.inprivate.protocol import (
     ParticipantNode,
     ProtocolConfig,
     TreeMessage,
