@@ -145,7 +145,7 @@ def test_schema_columns_private_and_diagnostics(env):
 def test_not_dp_fit_has_no_epsilon_spent(env, monkeypatch):
     import dpexp.registry as registry
 
-    monkeypatch.setattr(registry, "ALGORITHM_MODULES", [*registry.ALGORITHM_MODULES, "overspending_algorithms"])
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
     res = run_tiny(env, "--algorithms", "fletcher_forest", "--epsilons", "1")
     assert res.exit_code == 0
     spec = {**TINY, "id": "notdp", "algorithms": [{"name": "marks_not_dp"}]}
@@ -195,7 +195,7 @@ def test_first_fold_is_not_a_timing_outlier(tmp_path):
 def optional_env(env, monkeypatch):
     import dpexp.registry as registry
 
-    monkeypatch.setattr(registry, "ALGORITHM_MODULES", [*registry.ALGORITHM_MODULES, "overspending_algorithms"])
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
     spec = {**TINY, "id": "optional",
             "algorithms": [*TINY["algorithms"], {"name": "needs_missing_package", "label": "peer"}]}
     (env[0] / "optional.yaml").write_text(yaml.safe_dump(spec))
