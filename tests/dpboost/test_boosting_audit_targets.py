@@ -5,8 +5,10 @@ audit tells the declared-classes release from the classes-from-y one."""
 from __future__ import annotations
 
 import pytest
-from dpexp.algorithms import dpboost_audit, gaussian_bdt_audit, xgbdp_audit
 
+from dpexp.papers.dpboost import audit as dpboost_audit
+from dpexp.papers.gaussian_bdt import audit as gaussian_bdt_audit
+from dpexp.papers.xgbdp import audit as xgbdp_audit
 from dpexp.privacy.audit import run_target
 from dpexp.registry import all_algorithms
 
