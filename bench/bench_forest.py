@@ -71,7 +71,7 @@ def default_peer_python() -> str:
 
 
 def make_ours(ds, rep: int):
-    from dpexp.algorithms.fletcher import FletcherForestClassifier
+    from dpexp.papers.fletcher.forest import FletcherForestClassifier
 
     return FletcherForestClassifier(
         epsilon=1.0, n_trees=100, feature_domain=ds.feature_domain,

@@ -111,7 +111,7 @@ def load(name: str, rows: int) -> tuple[str, BenchData] | None:
 
 
 def make_estimator(kind: str, n_trees: int, meta: dict):
-    from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
+    from dpexp.papers.dpboost.estimators import DPBoostClassifier, NPGBDTClassifier
 
     common = dict(n_trees=n_trees, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
                   reg_lambda=0.1, **meta)

@@ -126,7 +126,7 @@ def _fit_record(prefix: str, est, X, Xp, out: dict) -> None:
 
 
 def estimator_cases(out: dict, *, with_adult: bool) -> None:
-    from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
+    from dpexp.papers.dpboost.estimators import DPBoostClassifier, NPGBDTClassifier
 
     sets = []
     X, y = _synthetic(5000, 10, seed=11)

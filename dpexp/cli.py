@@ -199,10 +199,10 @@ def show(experiment: Annotated[str, typer.Argument(help="Experiment id or alias.
 @guarded
 def validate():
     """Validate every experiment spec and the dataset registry."""
-    from dpexp.algorithms.registry import get_algorithm
     from dpexp.datasets.registry import all_datasets
     from dpexp.experiments.procedures import get_procedure
     from dpexp.experiments.spec import alias_map, load_catalog
+    from dpexp.registry import get_algorithm
 
     reg = all_datasets()
     catalog = load_catalog()
@@ -438,7 +438,7 @@ def report(
 @guarded
 def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
     """Every registered algorithm."""
-    from dpexp.algorithms.registry import all_algorithms
+    from dpexp.registry import all_algorithms
 
     algos = all_algorithms()
     rows = [{"name": a.name, "private": a.private, "tasks": list(a.targets), "paper": a.paper,

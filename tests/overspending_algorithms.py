@@ -1,4 +1,8 @@
-"""Deliberately broken or special private estimators for the runner's checks (tests only)."""
+"""Deliberately broken or special private estimators for the runner's checks (tests only).
+
+A fake paper: the tests register it with
+``monkeypatch.setattr(dpexp.registry, "EXTRA_PAPERS", ["overspending_algorithms"])``.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from dpexp.algorithms.registry import AlgorithmInfo
 from dpexp.privacy import Accountant
+from dpexp.registry import AlgorithmInfo, PaperManifest
 
 
 @dataclass
@@ -63,3 +67,6 @@ ALGORITHMS = [
     AlgorithmInfo("needs_missing_package", {"classification": f"{__name__}:ReportsTooMuch"}, True, "test",
                   "an optional package that is not installed", requires=("dpexp_no_such_optional_package",)),
 ]
+
+#: Registered by the tests through ``dpexp.registry.EXTRA_PAPERS`` (a fake paper).
+MANIFEST = PaperManifest(paper="test", algorithms=ALGORITHMS)

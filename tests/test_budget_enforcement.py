@@ -13,9 +13,9 @@ from dpexp.cli import app
 
 @pytest.fixture()
 def broken_setup(tmp_path, monkeypatch):
-    import dpexp.algorithms.registry as registry
+    import dpexp.registry as registry
 
-    monkeypatch.setattr(registry, "ALGORITHM_MODULES", [*registry.ALGORITHM_MODULES, "overspending_algorithms"])
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
     specs = tmp_path / "specs"
     specs.mkdir()
     for name in ("reports_too_much", "spends_too_much"):

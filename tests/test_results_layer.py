@@ -143,9 +143,9 @@ def test_schema_columns_private_and_diagnostics(env):
 
 
 def test_not_dp_fit_has_no_epsilon_spent(env, monkeypatch):
-    import dpexp.algorithms.registry as registry
+    import dpexp.registry as registry
 
-    monkeypatch.setattr(registry, "ALGORITHM_MODULES", [*registry.ALGORITHM_MODULES, "overspending_algorithms"])
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
     res = run_tiny(env, "--algorithms", "fletcher_forest", "--epsilons", "1")
     assert res.exit_code == 0
     spec = {**TINY, "id": "notdp", "algorithms": [{"name": "marks_not_dp"}]}
@@ -193,9 +193,9 @@ def test_first_fold_is_not_a_timing_outlier(tmp_path):
 
 @pytest.fixture()
 def optional_env(env, monkeypatch):
-    import dpexp.algorithms.registry as registry
+    import dpexp.registry as registry
 
-    monkeypatch.setattr(registry, "ALGORITHM_MODULES", [*registry.ALGORITHM_MODULES, "overspending_algorithms"])
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
     spec = {**TINY, "id": "optional",
             "algorithms": [*TINY["algorithms"], {"name": "needs_missing_package", "label": "peer"}]}
     (env[0] / "optional.yaml").write_text(yaml.safe_dump(spec))
@@ -400,7 +400,7 @@ def test_metrics_use_the_declared_classes():
 
 
 def test_make_estimator_gets_the_declared_classes():
-    from dpexp.algorithms.registry import make_estimator
+    from dpexp.registry import make_estimator
 
     est = make_estimator("fletcher_forest", "classification", {}, epsilon=1.0, random_state=0,
                          public={"classes": np.array([0, 1, 2])})

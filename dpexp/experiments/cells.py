@@ -99,7 +99,7 @@ def grid_points(algo: AlgorithmRef) -> list[dict[str, Any]]:
 
 def uses_epsilon(algo: AlgorithmRef) -> bool:
     if algo.name is not None:
-        from dpexp.algorithms.registry import get_algorithm
+        from dpexp.registry import get_algorithm
 
         return get_algorithm(algo.name).private
     from dpexp.experiments.procedures import get_procedure, procedure_flags

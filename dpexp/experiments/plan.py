@@ -163,8 +163,8 @@ def time_full_cell(cell: Cell, spec: ExperimentSpec, mirror: str | None) -> tupl
 
 def proxy_fit_seconds(cell: Cell, spec: ExperimentSpec, mirror: str | None = None) -> tuple[float, str]:
     """Seconds one fit of ``cell`` takes, from a fit on at most CALIBRATION_ROWS rows."""
-    from dpexp.algorithms.registry import accepted_params, get_algorithm, make_estimator
     from dpexp.experiments.runner import load_for_cell, split_indices
+    from dpexp.registry import accepted_params, get_algorithm, make_estimator
 
     ds = load_for_cell(cell.dataset, spec.max_rows(cell.scale), cell.seed, mirror)
     if spec.cv.scheme == "given" and ds.X_test is not None:

@@ -6,12 +6,12 @@ A procedure is a function ``f(ctx: CellContext) -> dict[str, float | dict[int, f
 per epsilon of the grid, else once with epsilon = inf), ``needs_data`` (default True: the
 dataset is loaded; False: ``ctx.dataset`` is None, e.g. formula tables) and
 ``needs_split`` (default True: the data is split into train/test folds).
-Modules listed in ``PROCEDURE_MODULES`` export ``PROCEDURES: dict[str, function]``.
+The shared procedures live in :mod:`dpexp.experiments.builtin_procedures`; a paper's
+procedures are declared in its manifest (:class:`dpexp.registry.PaperManifest`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,13 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpexp.errors import UnknownNameError
-
-PROCEDURE_MODULES = [
-    "dpexp.experiments.builtin_procedures",
-    "dpexp.algorithms.xgbdp_procedures",
-    "dpexp.algorithms.fletcher_procedures",
-    "dpexp.algorithms.inprivate_procedures",
-]
+from dpexp.registry import manifest_procedures, resolve
 
 
 @dataclass
@@ -62,18 +56,25 @@ def procedure_flags(fn: Callable) -> ProcedureFlags:
     )
 
 
-def all_procedures() -> dict[str, Callable]:
-    out: dict[str, Callable] = {}
-    for mod in PROCEDURE_MODULES:
-        for name, fn in importlib.import_module(mod).PROCEDURES.items():
-            if name in out:
-                raise RuntimeError(f"procedure {name!r} registered twice")
-            out[name] = fn
+def _procedure_refs() -> dict[str, Any]:
+    from dpexp.experiments.builtin_procedures import PROCEDURES as BUILTIN
+
+    out: dict[str, Any] = dict(BUILTIN)
+    for name, ref in manifest_procedures().items():
+        if name in out:
+            raise RuntimeError(f"procedure {name!r} registered twice")
+        out[name] = ref
     return out
 
 
+def all_procedures() -> dict[str, Callable]:
+    """Every procedure by name (imports every paper's procedure modules)."""
+    return {name: resolve(ref) for name, ref in _procedure_refs().items()}
+
+
 def get_procedure(name: str) -> Callable:
-    procs = all_procedures()
-    if name not in procs:
-        raise UnknownNameError("procedure", name, procs)
-    return procs[name]
+    """Procedure ``name`` (imports only its own module)."""
+    refs = _procedure_refs()
+    if name not in refs:
+        raise UnknownNameError("procedure", name, refs)
+    return resolve(refs[name])

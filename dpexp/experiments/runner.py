@@ -282,7 +282,7 @@ def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
     uses the first ``WARMUP_ROWS`` training rows and the cell's own parameters; its model
     is discarded (nothing of it is released or recorded).
     """
-    from dpexp.algorithms.registry import get_algorithm, make_estimator
+    from dpexp.registry import get_algorithm, make_estimator
 
     ds = data.dataset
     key = (cell.algorithm, ds.task, cell.dataset.key)
@@ -306,7 +306,7 @@ def _cell_params(cell: Cell, n_train: int) -> dict[str, Any]:
     shares (records_per_participant / n_records), instead of letting the estimator read the
     private number of training records.
     """
-    from dpexp.algorithms.registry import accepted_params
+    from dpexp.registry import accepted_params
 
     params = dict(cell.params)
     if "n_records" in accepted_params(cell.algorithm) and params.get("n_records") is None:
@@ -343,7 +343,7 @@ def _privacy_of(cell: Cell, info, est) -> tuple[float, float, bool, str, list[di
 
 def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state: int) -> _Outcome:
     """Step 2 (estimators): warm up, fit (timed), check the spend, evaluate."""
-    from dpexp.algorithms.registry import get_algorithm, make_estimator
+    from dpexp.registry import get_algorithm, make_estimator
 
     ds = data.dataset
     info = get_algorithm(cell.algorithm)
@@ -513,7 +513,7 @@ def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[Expe
     Returns the spec and one note per skipped algorithm; with ``require_optional`` a
     missing package is an error instead.
     """
-    from dpexp.algorithms.registry import get_algorithm
+    from dpexp.registry import get_algorithm
 
     keep, notes = [], []
     for a in spec.algorithms:
@@ -534,9 +534,9 @@ def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[Expe
 
 def validate_names(spec: ExperimentSpec) -> None:
     """Unknown datasets, algorithms or procedures fail before any worker starts."""
-    from dpexp.algorithms.registry import get_algorithm
     from dpexp.datasets.registry import get_dataset_info
     from dpexp.experiments.procedures import get_procedure
+    from dpexp.registry import get_algorithm
 
     for ds in spec.datasets:
         get_dataset_info(ds.name)

@@ -123,7 +123,7 @@ class ExperimentSpec:
                     if a.get("name"):
                         # a scale's params apply to the algorithms that have them (e.g.
                         # trees_per_ensemble for DPBoost, not for the NP baseline)
-                        from dpexp.algorithms.registry import accepted_params
+                        from dpexp.registry import accepted_params
 
                         known = accepted_params(a["name"])
                         extra = {k: v for k, v in extra.items() if k in known}

@@ -5,7 +5,7 @@ sensitivities with their paper citations, composition scopes, public input
 (:mod:`dpexp.privacy.public`), structure vs noise randomness
 (:func:`estimator_streams`; ``noise_rng=secure_generator()`` for a published model) and
 the empirical audit. The audit (:mod:`dpexp.privacy.audit`, ``dpexp audit``) audits the
-registered estimators end to end from the ``dpexp.algorithms.*_audit`` modules; it is
+registered estimators end to end from the paper manifests' audit targets; it is
 imported lazily (it imports the estimators), not here.
 """
 

@@ -33,7 +33,7 @@ Method (two stages on independent draws, so the reported bound is a valid test)
 Kinds of target (``AuditTarget.kind``, reported in ``dpexp audit --json``)
 
 * ``"end-to-end"``: a *registered estimator* (``AuditTarget.algorithm`` names it in
-  :func:`dpexp.algorithms.registry.all_algorithms`) fitted on tiny neighbouring datasets
+  :func:`dpexp.registry.all_algorithms`) fitted on tiny neighbouring datasets
   with its public metadata passed explicitly; the output is everything the fit publishes
   (fitted attributes + predictions on a fixed probe set). Structure randomness is a fixed
   public ``random_state`` and the noise comes from ``noise_rng=<child of the audit's
@@ -47,13 +47,17 @@ Kinds of target (``AuditTarget.kind``, reported in ``dpexp audit --json``)
 
 Where targets come from (discovered, never listed by hand)
 
-* :data:`AUDIT_TARGET_MODULES` -- :mod:`dpexp.privacy.audit_targets` (mechanisms, demo)
-  and :mod:`dpexp.privacy.audit_fixtures` (deliberately broken fixtures that test the
-  audit itself) -- register at import with :func:`register_audit_target`;
-* every module ``dpexp.algorithms.*_audit`` (found with :func:`pkgutil.iter_modules`)
-  exports ``AUDIT_TARGETS: list[AuditTarget]`` (the real estimators; known-unprivate
-  variants with ``expected_to_pass=False``) and optionally ``BROKEN_AUDIT_TARGETS`` (the
-  estimator deliberately broken, e.g. a data-derived domain, which the audit must flag).
+* :data:`AUDIT_TARGET_MODULES` -- :mod:`dpexp.privacy.audit_targets` (mechanisms, demo),
+  :mod:`dpexp.privacy.domain_audit` (the DP feature-domain estimate of
+  :mod:`dpexp.privacy.bounds`) and :mod:`dpexp.privacy.audit_fixtures` (deliberately
+  broken fixtures that test the audit itself) -- register at import with
+  :func:`register_audit_target`;
+* every paper's manifest (:func:`dpexp.registry.paper_manifests`: the ``dpexp.papers``
+  packages and the ``dpexp.papers`` entry points) names its ``audit_targets`` -- lists of
+  :class:`AuditTarget` of the real estimators, known-unprivate variants with
+  ``expected_to_pass=False`` -- and ``broken_audit_targets`` (the estimator deliberately
+  broken, e.g. a data-derived domain, which the audit must flag), as ``"module:ATTR"``
+  references imported on first use.
 
 Entry points: :func:`run_audit` / :func:`run_target` (one target),
 :func:`cli_audit` (what ``dpexp audit`` runs: the only implementation of the command).
@@ -64,7 +68,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import pkgutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -78,7 +81,6 @@ from dpexp.errors import DpexpError, UnknownNameError, check_epsilon
 from dpexp.privacy.mechanisms import analytic_gaussian_sigma, check_delta, gaussian_delta
 
 __all__ = [
-    "ALGORITHM_AUDIT_PACKAGE",
     "ALPHA",
     "AUDIT_TARGETS",
     "AUDIT_TARGET_MODULES",
@@ -87,7 +89,7 @@ __all__ = [
     "AuditResult",
     "AuditTarget",
     "AuditUsageError",
-    "algorithm_audit_modules",
+    "paper_audit_sources",
     "audit_targets",
     "cli_audit",
     "clopper_pearson_lower",
@@ -141,7 +143,7 @@ class AuditTarget:
     run's (epsilon, delta) to the claimed (epsilon, delta) of each release when
     ``release`` returns a dict (ledger entries audited against their own share).
     ``kind`` is one of :data:`KINDS`; ``algorithm`` is the registered algorithm an
-    end-to-end target audits (a name of :func:`dpexp.algorithms.registry.all_algorithms`).
+    end-to-end target audits (a name of :func:`dpexp.registry.all_algorithms`).
     ``samples`` / ``quick_samples``: draws per dataset and stage of the full audit and of
     the quick (CI) audit.
     """
@@ -594,12 +596,10 @@ _SOURCES: dict[str, str] = {}
 #: registers its targets at import time with :func:`register_audit_target`.
 AUDIT_TARGET_MODULES: list[str] = [
     "dpexp.privacy.audit_targets",
+    "dpexp.privacy.domain_audit",
     "dpexp.privacy.audit_fixtures",
 ]
 
-#: The package whose ``*_audit`` modules are discovered (see :func:`algorithm_audit_modules`).
-ALGORITHM_AUDIT_PACKAGE = "dpexp.algorithms"
-_AUDIT_MODULE_SUFFIX = "_audit"
 _loaded: set[str] = set()
 
 
@@ -631,14 +631,15 @@ def target_source(name: str) -> str | None:
     return _SOURCES.get(name)
 
 
-def algorithm_audit_modules() -> list[str]:
-    """Every ``dpexp.algorithms.*_audit`` module, found with :func:`pkgutil.iter_modules`."""
-    package = importlib.import_module(ALGORITHM_AUDIT_PACKAGE)
-    return sorted(
-        f"{package.__name__}.{info.name}"
-        for info in pkgutil.iter_modules(package.__path__)
-        if info.name.endswith(_AUDIT_MODULE_SUFFIX) and not info.ispkg
-    )
+def paper_audit_sources() -> list[tuple[str, Any, bool]]:
+    """``(source module, reference, broken)`` of every paper manifest's audit-target lists."""
+    from dpexp.registry import manifest_audit_refs
+
+    return [
+        (source, ref, broken)
+        for broken in (False, True)
+        for source, ref in manifest_audit_refs(broken=broken)
+    ]
 
 
 def _import_privacy_module(module_name: str) -> None:
@@ -649,29 +650,29 @@ def _import_privacy_module(module_name: str) -> None:
         _SOURCES.setdefault(name, module_name)
 
 
-def _targets_of(module: Any, attribute: str) -> list[AuditTarget]:
-    targets = getattr(module, attribute, None)
-    if targets is None:
-        return []
+def _targets_of(targets: Any, where: str) -> list[AuditTarget]:
+    if callable(targets) and not isinstance(targets, AuditTarget):
+        targets = targets()
     if isinstance(targets, AuditTarget | str | Mapping) or not isinstance(targets, Sequence):
-        raise TypeError(f"{module.__name__}.{attribute} must be a list of AuditTarget")
+        raise TypeError(f"{where} must be a list of AuditTarget")
     return list(targets)
 
 
-def _import_algorithm_audit_module(module_name: str) -> None:
-    """Import ``module_name`` and register its ``AUDIT_TARGETS`` / ``BROKEN_AUDIT_TARGETS``.
+def _register_paper_targets(source: str, ref: Any, broken: bool) -> None:
+    """Resolve one manifest reference (``"module:ATTR"``) and register its targets.
 
     An audit module that fails to import is an error, not a skipped module: a silently
     missing audit is exactly how a privacy break goes unnoticed.
     """
+    from dpexp.registry import resolve
+
     try:
-        module = importlib.import_module(module_name)
+        targets = resolve(ref)
     except Exception as exc:
-        raise ImportError(f"audit module {module_name} failed to import: {exc}") from exc
-    for target in _targets_of(module, "AUDIT_TARGETS"):
-        register_audit_target(target, source=module_name)
-    for target in _targets_of(module, "BROKEN_AUDIT_TARGETS"):
-        register_audit_target(target, broken=True, source=module_name)
+        raise ImportError(f"audit module {source} failed to import: {exc}") from exc
+    where = ref if isinstance(ref, str) else source
+    for target in _targets_of(targets, where):
+        register_audit_target(target, broken=broken, source=source)
 
 
 def _load_modules(include_algorithms: bool) -> None:
@@ -680,10 +681,11 @@ def _load_modules(include_algorithms: bool) -> None:
             _import_privacy_module(module_name)
             _loaded.add(module_name)
     if include_algorithms:
-        for module_name in algorithm_audit_modules():
-            if module_name not in _loaded:
-                _import_algorithm_audit_module(module_name)
-                _loaded.add(module_name)
+        for source, ref, broken in paper_audit_sources():
+            key = f"{'broken ' if broken else ''}{ref if isinstance(ref, str) else id(ref)}"
+            if key not in _loaded:
+                _register_paper_targets(source, ref, broken)
+                _loaded.add(key)
 
 
 def audit_targets(
@@ -691,7 +693,7 @@ def audit_targets(
 ) -> dict[str, AuditTarget]:
     """The registered targets (the broken ones when ``broken``).
 
-    ``include_algorithms`` also imports every ``dpexp.algorithms.*_audit`` module (which
+    ``include_algorithms`` also loads every paper manifest's audit targets (which
     imports the estimators); without it only the mechanisms and the demo are loaded.
     """
     _load_modules(include_algorithms)
@@ -765,7 +767,7 @@ def end_to_end_target(
     for each fit) and returns the published attributes and the predictions on a fixed
     probe set, encoded as ``(size,)`` / ``(size, k)`` integers (``output="discrete"``) or
     ``(size,)`` floats (``"real"``). ``algorithm`` is the name it audits in
-    :func:`dpexp.algorithms.registry.all_algorithms` (the coverage test requires one
+    :func:`dpexp.registry.all_algorithms` (the coverage test requires one
     end-to-end target per private algorithm). A deterministic leak is caught with ~2,000
     draws, so ``quick_samples`` (the CI size) stays small; every fit is run
     ``4 * samples`` times per neighbour pair. ``gaussian=True`` tests an (epsilon, delta)
@@ -959,7 +961,7 @@ def missing_requirements(target: AuditTarget) -> list[str]:
 
     if target.algorithm is None:
         return []
-    from dpexp.algorithms.registry import all_algorithms
+    from dpexp.registry import all_algorithms
 
     info = all_algorithms().get(target.algorithm)
     return [r for r in (info.requires if info else ()) if importlib.util.find_spec(r) is None]
@@ -982,7 +984,7 @@ def cli_audit(
     ``dpexp audit NAME [--epsilon E] [--samples N] [--seed S] [--quick] [--json]`` audits
     one target and returns 1 when its lower bound exceeds the claim. ``dpexp audit --all
     [--quick] [--json]`` audits every registered target (mechanisms, demo, and the
-    end-to-end targets of every ``dpexp.algorithms.*_audit`` module) and returns 1 only on
+    end-to-end targets of every paper manifest) and returns 1 only on
     an unexpected outcome; ``--broken`` selects the deliberately broken targets instead.
     ``--quick`` uses each target's CI size (``quick_samples``), the default its full size.
     ``--json`` prints one object (NAME) or a list (``--all``) with ``kind``,

@@ -4,7 +4,8 @@ Each one claims a privacy level it does not have; the audit must flag all of the
 test the audit itself: mechanisms, the demo forest and the ledger-entry audit). Registered
 in :data:`dpexp.privacy.audit.BROKEN_TARGETS` (``dpexp audit --broken NAME``). Broken
 variants of the registered estimators live beside their end-to-end targets, in the
-``BROKEN_AUDIT_TARGETS`` of each ``dpexp.algorithms.*_audit`` module.
+``BROKEN_AUDIT_TARGETS`` of each ``dpexp/papers/<paper>/audit.py`` (``broken_audit_targets``
+of the paper manifest).
 """
 
 from __future__ import annotations

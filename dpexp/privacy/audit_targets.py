@@ -1,8 +1,8 @@
 """The audit targets of the primitive mechanisms and of the demo forest.
 
-The registered estimators are audited end to end by the ``dpexp.algorithms.*_audit``
-modules; the targets here check the building blocks (``kind="mechanism"``) and, on a
-stand-in forest (``kind="demo"``, :mod:`dpexp.privacy.tiny_forest`), record-stable
+The registered estimators are audited end to end by the targets their paper manifests
+declare (``dpexp/papers/<paper>/audit.py``); the targets here check the building blocks
+(``kind="mechanism"``) and, on a stand-in forest (``kind="demo"``, :mod:`dpexp.privacy.tiny_forest`), record-stable
 parallel composition and the ledger-entry audit.
 
 Registered into :data:`dpexp.privacy.audit.AUDIT_TARGETS` at import. Every dataset pair

@@ -3,7 +3,7 @@
 It exists to show (and test) parallel composition over a record-stable partition and
 the ledger-entry audit on something small enough to fit 10^5 times a second. It is *not*
 what users run: the registered Fletcher forest (``fletcher_forest``) is audited end to
-end in :mod:`dpexp.algorithms.fletcher_audit`. Its audit targets have ``kind="demo"``
+end in :mod:`dpexp.papers.fletcher.audit`. Its audit targets have ``kind="demo"``
 (``forest_disjoint``, and the broken ``forest_position_blocks``) or ``"ledger-entry"``
 (``forest_disjoint_ledger``, the broken ``forest_leaf_half_noise_ledger``).
 

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 from sklearn.model_selection import StratifiedKFold
 
-from dpexp.algorithms.dpboost import DPBoostClassifier, NPGBDTClassifier
+from dpexp.papers.dpboost.estimators import DPBoostClassifier, NPGBDTClassifier
 
 DOMAIN = np.tile([0.0, 1.0], (123, 1))  # datasets.yaml: adult features declared in [0, 1]
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from dpexp.algorithms import dpboost_audit, gaussian_bdt_audit, xgbdp_audit
-from dpexp.algorithms.registry import all_algorithms
+from dpexp.papers.dpboost import audit as dpboost_audit
+from dpexp.papers.gaussian_bdt import audit as gaussian_bdt_audit
+from dpexp.papers.xgbdp import audit as xgbdp_audit
 from dpexp.privacy.audit import run_target
+from dpexp.registry import all_algorithms
 
 MODULES = (dpboost_audit, xgbdp_audit, gaussian_bdt_audit)
-FAMILIES = ("dpexp.algorithms.dpboost", "dpexp.algorithms.xgboost_dp",
-            "dpexp.algorithms.xgbdp_comparators", "dpexp.algorithms.gaussian_bdt")
+FAMILIES = ("dpexp.papers.dpboost.estimators", "dpexp.papers.xgbdp.estimators",
+            "dpexp.papers.xgbdp.comparators", "dpexp.papers.gaussian_bdt.estimators")
 
 
 def _targets(broken: bool = False):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.algorithms.dpboost import DPBoostClassifier, DPBoostRegressor
+from dpexp.papers.dpboost.estimators import DPBoostClassifier, DPBoostRegressor
 
 
 def _data(n=300, d=4, seed=0):

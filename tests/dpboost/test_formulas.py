@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.algorithms.dpboost import (
+from dpexp.papers.dpboost.estimators import (
     dpboost_subset_proportions,
     gdf_mask,
     glc_threshold,

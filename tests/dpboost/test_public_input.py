@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 import pytest
 
-import dpexp.algorithms.dpboost as dpboost
-from dpexp.algorithms.dpboost import (
+import dpexp.papers.dpboost.estimators as dpboost
+from dpexp.papers.dpboost.estimators import (
     DPBoostClassifier,
     DPBoostRegressor,
     NPGBDTClassifier,

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpexp.algorithms.dpboost import glc_threshold, leaf_sensitivity, split_sensitivity
+from dpexp.papers.dpboost.estimators import glc_threshold, leaf_sensitivity, split_sensitivity
 
 grads = st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=0, max_size=60)
 

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dpexp.algorithms.fletcher_procedures import (
+from dpexp.papers.fletcher.procedures import (
     PROCEDURES,
     label_probabilities_2017,
     label_probabilities_rosnam,
 )
-from dpexp.algorithms.fletcher_trees import expected_untested, jpw_depth, theorem2_depth
+from dpexp.papers.fletcher.trees import expected_untested, jpw_depth, theorem2_depth
 from dpexp.privacy import report_noisy_max_one_sided, smooth_sensitivity_leaf_2017
 
 # Table 4: dataset -> (continuous s, discrete r, depth)

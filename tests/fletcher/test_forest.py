@@ -7,10 +7,13 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
-from dpexp.algorithms.fletcher import FletcherForestClassifier, FletcherNonPrivateForestClassifier
-from dpexp.algorithms.fletcher_comparators import FSTreeClassifier, JPWForestClassifier
-from dpexp.algorithms.fletcher_trees import TreeSchema, count_leaves, route
-from dpexp.algorithms.registry import all_algorithms
+from dpexp.papers.fletcher.comparators import FSTreeClassifier, JPWForestClassifier
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
+)
+from dpexp.papers.fletcher.trees import TreeSchema, count_leaves, route
+from dpexp.registry import all_algorithms
 
 
 def synth_a(n, seed=0):

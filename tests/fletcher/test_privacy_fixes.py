@@ -17,21 +17,24 @@ import warnings
 import numpy as np
 import pytest
 
-from dpexp.algorithms import fletcher_audit as fa
-from dpexp.algorithms.fletcher import FletcherForestClassifier, FletcherNonPrivateForestClassifier
-from dpexp.algorithms.fletcher_comparators import (
+from dpexp.errors import DpexpError
+from dpexp.papers.fletcher import audit as fa
+from dpexp.papers.fletcher.comparators import (
     DiffprivlibForestClassifier,
     FSTreeClassifier,
     JPWForestClassifier,
 )
-from dpexp.algorithms.fletcher_trees import (
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
+)
+from dpexp.papers.fletcher.trees import (
     draw_empty_leaf_secret,
     empty_leaf_label,
     jpw_depth,
     route_forest,
     siphash24_words,
 )
-from dpexp.errors import DpexpError
 from dpexp.privacy.audit import missing_requirements, run_target
 from dpexp.privacy.public import DataDependentClassesWarning
 from dpexp.privacy.randomness import secure_generator

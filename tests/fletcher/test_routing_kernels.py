@@ -14,9 +14,12 @@ import warnings
 import numpy as np
 import pytest
 
-from dpexp.algorithms.fletcher import FletcherForestClassifier, FletcherNonPrivateForestClassifier
-from dpexp.algorithms.fletcher_comparators import JPWForestClassifier
-from dpexp.algorithms.fletcher_trees import (
+from dpexp.papers.fletcher.comparators import JPWForestClassifier
+from dpexp.papers.fletcher.forest import (
+    FletcherForestClassifier,
+    FletcherNonPrivateForestClassifier,
+)
+from dpexp.papers.fletcher.trees import (
     _SALT_SPLIT,
     TreeSchema,
     _choose_feature,

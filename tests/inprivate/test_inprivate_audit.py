@@ -1,4 +1,4 @@
-"""End-to-end audit of the real InPrivate estimators (dpexp.algorithms.inprivate_audit).
+"""End-to-end audit of the real InPrivate estimators (dpexp.papers.inprivate.audit).
 
 The correct targets (declared classes, shares and domains) must pass; the same targets
 with each bug put back (label set from the labels, share from the private n, label
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.algorithms import inprivate_audit as ia
+from dpexp.papers.inprivate import audit as ia
 from dpexp.privacy.audit import audit_targets, run_target
 
 FIXED = {t.name: t for t in ia.AUDIT_TARGETS}

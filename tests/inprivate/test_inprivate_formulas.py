@@ -8,17 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpexp.algorithms.inprivate import (
-    ProtocolConfig,
+from dpexp.papers.inprivate.formulas import (
     budget_split,
     classification_residuals,
     downsample_thresholds,
-    grow_inprivate_tree,
     newton_denominator,
     newton_leaf,
     round_shares,
     sensitivities,
     square_error_gain,
+)
+from dpexp.papers.inprivate.protocol import (
+    ProtocolConfig,
+    grow_inprivate_tree,
 )
 from dpexp.trees.binning import fit_bin_mapper
 

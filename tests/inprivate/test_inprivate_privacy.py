@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 
-from dpexp.algorithms.inprivate import (
+from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateRegressor,
+)
+from dpexp.papers.inprivate.formulas import (
     assign_chunks,
     round_shares,
 )

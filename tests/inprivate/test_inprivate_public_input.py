@@ -16,21 +16,23 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from dpexp.algorithms.inprivate import (
-    DataDependentShareWarning,
-    InPrivateClassifier,
-    InPrivateNPClassifier,
-    InPrivateRegressor,
-    assign_chunks,
-    participant_share,
-    round_shares,
-)
-from dpexp.algorithms.inprivate_audit import (
+from dpexp.papers.inprivate.audit import (
     SHARE_FLIPPED,
     SHARE_N,
     SHARE_RECORDS_PER_PARTICIPANT,
     SHARE_STRUCTURE_SEED,
     share_boundary_data,
+)
+from dpexp.papers.inprivate.estimators import (
+    InPrivateClassifier,
+    InPrivateNPClassifier,
+    InPrivateRegressor,
+)
+from dpexp.papers.inprivate.formulas import (
+    DataDependentShareWarning,
+    assign_chunks,
+    participant_share,
+    round_shares,
 )
 from dpexp.privacy.public import DataDependentClassesWarning, DataDependentDomainWarning
 from dpexp.privacy.randomness import estimator_streams, secure_generator

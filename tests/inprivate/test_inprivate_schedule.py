@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from dpexp.algorithms.inprivate import InPrivateClassifier
-from dpexp.algorithms.inprivate_schedule import (
+from dpexp.papers.inprivate.estimators import InPrivateClassifier
+from dpexp.papers.inprivate.schedule import (
     durations,
     eq18_seconds,
     eq19_seconds,

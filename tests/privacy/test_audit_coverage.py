@@ -1,7 +1,7 @@
 """The audit covers what users run: every private registered algorithm, end to end.
 
-End-to-end targets come from the ``dpexp.algorithms.*_audit`` modules, discovered with
-pkgutil (never listed by hand). Each names the registered algorithm it audits; this file
+End-to-end targets come from the paper manifests (``audit_targets`` /
+``broken_audit_targets`` of every discovered paper package, never listed by hand). Each names the registered algorithm it audits; this file
 checks that every private algorithm has one, that the broken variants of the estimators
 are flagged and the real ones pass in quick (CI) mode.
 """
@@ -15,25 +15,26 @@ from pathlib import Path
 
 import pytest
 
-import dpexp.algorithms
-from dpexp.algorithms.registry import all_algorithms
+import dpexp.papers
+from dpexp import registry
 from dpexp.privacy import audit
 from dpexp.privacy.audit import (
     AuditTarget,
-    algorithm_audit_modules,
     audit_targets,
+    paper_audit_sources,
     run_target,
     target_source,
 )
+from dpexp.registry import all_algorithms
 
 
 def _algorithm_targets(broken: bool) -> list[AuditTarget] | Exception:
-    """Targets registered by the ``dpexp.algorithms.*_audit`` modules (or the import error)."""
+    """Targets registered by the paper manifests (or the import error)."""
     try:
         targets = audit_targets(broken=broken).values()
     except Exception as exc:  # reported by the tests below, not as a collection error
         return exc
-    return [t for t in targets if (target_source(t.name) or "").startswith("dpexp.algorithms.")]
+    return [t for t in targets if (target_source(t.name) or "").startswith("dpexp.papers.")]
 
 
 def _params(broken: bool) -> list:
@@ -59,23 +60,20 @@ def _private_algorithms() -> list[str]:
     )
 
 
-def test_discovery_finds_every_audit_module_of_the_package():
-    folder = Path(dpexp.algorithms.__file__).parent
-    on_disk = sorted(f"dpexp.algorithms.{p.stem}" for p in folder.glob("*_audit.py"))
-    assert algorithm_audit_modules() == on_disk
+def test_every_audit_module_of_a_paper_is_in_its_manifest():
+    folder = Path(dpexp.papers.__file__).parent
+    on_disk = {f"dpexp.papers.{p.parent.name}.audit" for p in folder.glob("*/audit.py")}
+    named = {source for source, _, _ in paper_audit_sources()}
+    assert on_disk <= named
 
 
 def test_discovered_targets_are_registered_with_their_module():
     audit_targets()
-    for module_name in algorithm_audit_modules():
-        module = sys.modules[module_name]
-        for attribute, registry in (
-            ("AUDIT_TARGETS", audit.AUDIT_TARGETS),
-            ("BROKEN_AUDIT_TARGETS", audit.BROKEN_TARGETS),
-        ):
-            for target in getattr(module, attribute, []):
-                assert registry[target.name] is target
-                assert target_source(target.name) == module_name
+    for source, ref, broken in paper_audit_sources():
+        pool = audit.BROKEN_TARGETS if broken else audit.AUDIT_TARGETS
+        for target in registry.resolve(ref):
+            assert pool[target.name] is target
+            assert target_source(target.name) == source
 
 
 @pytest.mark.parametrize("algorithm", _private_algorithms())
@@ -86,7 +84,7 @@ def test_every_private_algorithm_has_an_end_to_end_target(algorithm):
     covering = [t.name for t in targets if t.kind == "end-to-end" and t.algorithm == algorithm]
     assert covering, (
         f"no end-to-end audit target names the private algorithm {algorithm!r}: add one to "
-        f"a dpexp.algorithms.*_audit module (end_to_end_target(..., algorithm={algorithm!r}))"
+        f"the audit_targets of its paper manifest (end_to_end_target(..., algorithm={algorithm!r}))"
     )
 
 
@@ -122,7 +120,7 @@ def test_broken_estimator_targets_exist():
     if isinstance(targets, Exception):
         raise targets
     if not targets:
-        pytest.skip("no BROKEN_AUDIT_TARGETS registered yet by any dpexp.algorithms.*_audit module")
+        pytest.skip("no BROKEN_AUDIT_TARGETS registered yet by any paper manifest")
     assert all(not t.expected_to_pass for t in targets)
 
 
@@ -150,13 +148,22 @@ def isolated_registry(monkeypatch):
 
 
 def _fake_module(monkeypatch, name: str, **attributes) -> str:
-    module = types.ModuleType(f"dpexp.algorithms.{name}")
+    """A fake paper whose manifest names ``name``'s AUDIT_TARGETS / BROKEN_AUDIT_TARGETS."""
+    module = types.ModuleType(f"zz_fake_paper.{name}")
     for key, value in attributes.items():
         setattr(module, key, value)
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    found = algorithm_audit_modules()
-    monkeypatch.setattr(audit, "algorithm_audit_modules", lambda: [*found, module.__name__])
+    _fake_manifest(monkeypatch, module.__name__, broken="BROKEN_AUDIT_TARGETS" in attributes)
     return module.__name__
+
+
+def _fake_manifest(monkeypatch, module_name: str, *, broken: bool = False) -> None:
+    manifest = registry.PaperManifest(
+        paper="fake",
+        audit_targets=[f"{module_name}:AUDIT_TARGETS"],
+        broken_audit_targets=[f"{module_name}:BROKEN_AUDIT_TARGETS"] if broken else [],
+    )
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", [manifest])
 
 
 def _copy(name: str, **changes) -> AuditTarget:
@@ -178,10 +185,7 @@ def test_a_new_audit_module_is_discovered_with_both_lists(isolated_registry):
 
 
 def test_an_audit_module_that_fails_to_import_is_an_error(isolated_registry):
-    found = algorithm_audit_modules()
-    isolated_registry.setattr(
-        audit, "algorithm_audit_modules", lambda: [*found, "dpexp.algorithms.zz_missing_audit"]
-    )
+    _fake_manifest(isolated_registry, "zz_fake_paper.zz_missing_audit")
     with pytest.raises(ImportError, match="zz_missing_audit"):
         audit_targets()
 

@@ -9,16 +9,16 @@ import warnings
 import numpy as np
 import pytest
 
-from dpexp.algorithms.gaussian_bdt import GaussianBDTClassifier, GaussianBDTRegressor
-from dpexp.algorithms.registry import get_algorithm
-from dpexp.algorithms.xgbdp_comparators import (
+from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier
+from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
     NPAdaBoostXGBDPClassifier,
     NPRandomForestXGBDPClassifier,
 )
-from dpexp.algorithms.xgboost_dp import NPXGBoostClassifier, XGBoostDPClassifier
+from dpexp.papers.xgbdp.estimators import NPXGBoostClassifier, XGBoostDPClassifier
 from dpexp.privacy.public import DataDependentClassesWarning
+from dpexp.registry import get_algorithm
 
 META = {
     "feature_domain": np.tile([0.0, 1.0], (3, 1)),
@@ -111,17 +111,6 @@ def test_same_seeds_same_model_other_noise_other_model(cls):
     assert not _trees_equal(a, c)
 
 
-def test_gaussian_bdt_structure_from_random_state_noise_from_noise_rng():
-    """The random splits are structure: the same for any noise_rng; the leaves differ."""
-    X, y = _data()
-    fits = [GaussianBDTRegressor(label_domain=(0, 1), random_state=4,
-                                 noise_rng=np.random.default_rng(s), **SMALL, **META).fit(X, y)
-            for s in (1, 2)]
-    assert _trees_equal(*fits, values=False)
-    assert not _trees_equal(*fits)
-    other = GaussianBDTRegressor(label_domain=(0, 1), random_state=5,
-                                 noise_rng=np.random.default_rng(1), **SMALL, **META).fit(X, y)
-    assert not _trees_equal(fits[0], other, values=False)
 
 
 def test_adaboost_resampling_is_structure_keyed_by_record(monkeypatch):
@@ -171,11 +160,3 @@ def test_data_derived_domain_or_quantile_bins_mark_not_dp(cls):
         quant = _make(cls, classes=[0, 1], binning="quantile").fit(X, y)
     assert any("feature range" in r for r in nodom.accountant_.not_dp_reasons)
     assert any("quantile" in r for r in quant.accountant_.not_dp_reasons)
-
-
-def test_gaussian_bdt_regressor_label_domain_from_data_marks_not_dp():
-    X, y = _data()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = GaussianBDTRegressor(random_state=0, **SMALL, **META).fit(X, y.astype(float))
-    assert any("label domain" in r for r in m.accountant_.not_dp_reasons)

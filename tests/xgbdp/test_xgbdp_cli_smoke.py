@@ -63,8 +63,8 @@ def test_table2_no_noise_row_within_tolerance(tmp_path):
 
 
 def test_specs_validate():
-    from dpexp.algorithms.registry import get_algorithm
     from dpexp.experiments.spec import load_spec_file
+    from dpexp.registry import get_algorithm
 
     for spec in SPECS:
         s = load_spec_file(ROOT / "experiments" / f"{spec}.yaml")

@@ -1,1 +1,0 @@
-"""Algorithms: one module per paper's algorithm family, each a scikit-learn estimator."""

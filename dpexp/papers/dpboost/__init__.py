@@ -1,0 +1,56 @@
+"""DPBoost (Li et al. 2020): GDF + GLC + ensemble of ensembles, with SEQ, PARA and NP.
+
+Modules: :mod:`.estimators` (the estimators on the shared grower), :mod:`.audit`
+(end-to-end audit targets).
+"""
+
+from dpexp.registry import AlgorithmInfo, PaperManifest
+
+_MOD = "dpexp.papers.dpboost.estimators"
+_PAPER = "dpboost-li-2020"
+_DP_TARGETS = {
+    "classification": f"{_MOD}:DPBoostClassifier",
+    "regression": f"{_MOD}:DPBoostRegressor",
+}
+_SMALL = {"n_trees": 5, "max_depth": 3, "learning_rate": 0.3}
+
+MANIFEST = PaperManifest(
+    paper=_PAPER,
+    algorithms=[
+        AlgorithmInfo(
+            name="dpboost", targets=_DP_TARGETS, private=True, paper=_PAPER,
+            description="DPBoost: GDF + GLC + ensemble of ensembles (Li et al. 2020, Alg. 1-2).",
+            default_params={"mode": "dpboost"},
+        ),
+        AlgorithmInfo(
+            name="seq", targets=_DP_TARGETS, private=True, paper=_PAPER,
+            description="SEQ baseline: every tree on all data, epsilon/T each (Section 4).",
+            default_params={"mode": "seq"},
+        ),
+        AlgorithmInfo(
+            name="para", targets=_DP_TARGETS, private=True, paper=_PAPER,
+            description="PARA baseline: each tree on half the unused data, full epsilon (Section 4).",
+            default_params={"mode": "para"},
+        ),
+        AlgorithmInfo(
+            name="np_gbdt",
+            targets={
+                "classification": f"{_MOD}:NPGBDTClassifier",
+                "regression": f"{_MOD}:NPGBDTRegressor",
+            },
+            private=False, paper=_PAPER,
+            description="NP: non-private GBDT on the same engine (Section 4).",
+        ),
+    ],
+    audit_targets=["dpexp.papers.dpboost.audit:AUDIT_TARGETS"],
+    broken_audit_targets=["dpexp.papers.dpboost.audit:BROKEN_AUDIT_TARGETS"],
+    common_test_params={
+        "dpboost": {"epsilon": 10.0, "trees_per_ensemble": 5, **_SMALL},
+        "np_gbdt": {"min_samples_leaf": 1, **_SMALL},
+    },
+    expected_failed_checks={
+        "dpboost": {"check_regressors_train": (
+            "differential privacy: Laplace noise on the leaves (epsilon=10, 5 trees) keeps "
+            "the training R^2 below the threshold the check demands")},
+    },
+)

@@ -1,0 +1,425 @@
+"""InPrivate Digging (Zhao et al. 2018): differentially private GBDT across data owners.
+
+Paper: "InPrivate Digging: Enabling Tree-based Distributed Data Mining with Differential
+Privacy" (INFOCOM 2018), ``shared/papers/inprivate-digging-zhao-2018.txt``.
+
+* **One tree** (Section V, Algorithm 1) on the shared histogram grower
+  (:func:`dpexp.trees.grower.grow_tree`). Residuals: Eq. (6) for binary classification
+  (negative binomial log-likelihood, Eq. 5, labels in {-1, 1}), Eq. (13) for regression
+  (square loss, Eq. 12, labels scaled to [-1, 1] with the public label domain). Splits:
+  the exponential mechanism (Eq. 10) over every candidate with utility
+  ``gain = E - E_L - E_R`` (square error of the residuals) and ``Delta = 4`` for residuals
+  in [-1, 1] (Section V-A). Leaves: the one-step Newton coefficient Eq. (8) perturbed as
+  Eq. (11) (classification) or the mean residual Eq. (14) perturbed as Eq. (15)
+  (regression); both leaf queries have sensitivity 1. Budget (Theorem 7):
+  ``epsilon_1`` split equally over the ``d - 1`` split levels, ``epsilon_2 = epsilon -
+  epsilon_1`` split equally over the two leaf queries; nodes of one level and leaves hold
+  disjoint records (parallel composition).
+* **Boosting across owners** (Section VI-A, Algorithm 2): ``N`` participants in a fixed
+  order; each trains one tree on her own records with the residuals of all previous trees
+  and passes the ensemble on (Eq. 16, no shrinkage by default). **Rounds** (Section
+  VI-B): round ``r`` uses and removes half of each participant's remaining records, so
+  every tree sees a disjoint chunk; ``final_round="rest"`` (our default) lets the last
+  permitted round use the whole remainder, ``"half"`` is the strict halving rule.
+  **Quality control** (Section VI-B): the accuracy (classification) or MAE (regression,
+  Eq. 17) improvement of each received tree on the next participant's own fresh chunk,
+  released with the Laplace mechanism; a tree that makes it worse can be rejected, and
+  the *advance* of a round (the sum of those improvements per record) is compared with
+  the threshold ``p`` to stop.
+* **Speed-up** (Section VI-C): :mod:`dpexp.papers.inprivate.schedule` runs the same
+  protocol with one worker process per participant (``n_jobs != 1``).
+
+Privacy notes (see also the spec captions):
+
+* The paper's bounds assume residuals in [-1, 1], but Eq. (6) gives ``|y~| < 2``; we
+  enforce the assumption by clipping the residuals to ``[-residual_clip, residual_clip]``
+  (default 1) and derive the sensitivities from the clip: ``Delta_split = 4 c^2``, leaf
+  numerator ``c``, Newton denominator ``max_{|r|<=c} |r|(2-|r|)`` (1 for c >= 1), count 1.
+* The quality check and the advance are data-dependent decisions the paper does not
+  charge; we release them with the Laplace mechanism from a share ``quality_fraction`` of
+  the chunk's budget (sequential composition with the tree trained on the same chunk), so
+  every chunk costs exactly ``epsilon`` and the disjoint chunks compose in parallel.
+* The paper's down-sampling of continuous features (``binning="downsample"``: averages of
+  every three sorted values of the participant's chunk) publishes data-dependent split
+  values and is **not** differentially private; the default ``binning="domain"`` uses a
+  grid over the public feature domain.
+* Participants and rounds are chunks of one :func:`dpexp.privacy.record_partition`
+  (each record draws its chunk independently from the *structure* stream), so adding or
+  removing a record changes one chunk only -- the premise of the parallel composition of
+  Section VI-B. The shares of that partition are public: ``1 / N`` per participant, or
+  ``records_per_participant / n_records`` with ``n_records`` the *declared* size of the
+  training data (the paper's setup, Section VII-B: "20 subsets, each of which has 1,000
+  records", is a design fixed before the data is seen). The private ``n`` never sets a
+  share: when ``records_per_participant`` is given without ``n_records`` the fit falls
+  back on ``n`` with a :class:`DataDependentShareWarning` and is marked not DP
+  (``accountant_.mark_not_dp``): with ``share = rpp / n`` adding one record moves the
+  chunk boundaries, so other records change chunk too (measured by the audit target
+  ``inprivate_share_from_n``, :mod:`dpexp.papers.inprivate.audit`).
+* Randomness (:func:`dpexp.privacy.randomness.estimator_streams`): the record partition
+  comes from the structure stream (``random_state``), every mechanism draw -- exponential
+  splits, Laplace leaves, the quality releases -- from the noise stream (``noise_rng``;
+  ``noise_rng=dpexp.privacy.secure_generator()`` for a published model), one child per
+  tree slot.
+* Public input: ``classes`` (the declared label set, classifiers), ``label_domain``
+  (regressors), ``feature_domain`` (``binning="domain"``) and ``n_records``. Any of them
+  missing is read from the private data with a warning and the fit is marked not DP.
+* Noisy leaves: a noisy denominator is floored at ``leaf_denominator_floor`` and the
+  coefficient clipped to the range its exact value lies in (post-processing, free).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dpexp.boosting.gbdt import (
+    ScaledScoreRegressorMixin,
+    make_bin_mapper,
+    not_dp_reasons,
+    prepare_predict_matrix,
+)
+from dpexp.boosting.labels import BinaryScoreClassifierMixin
+from dpexp.errors import check_epsilon
+from dpexp.papers.inprivate.formulas import (
+    BINNINGS,
+    DOWNSAMPLE_REASON,
+    SCHEDULES,
+    SHARE_FROM_N_REASON,
+    DataDependentShareWarning,
+    assign_chunks,
+    participant_share,
+    round_shares,
+)
+from dpexp.papers.inprivate.protocol import (
+    ParticipantNode,
+    ProtocolConfig,
+    accepted_trees,
+    replay_ledgers,
+    run_inline,
+    tree_contribution,
+)
+from dpexp.privacy import Accountant
+from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
+from dpexp.trees.binning import MAX_BINS
+
+# ----------------------------------------------------------------------------- estimators
+
+
+def _as_float64(X):
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+class _InPrivateBase(BaseEstimator):
+    """Shared fit/predict; see the module docstring."""
+
+    _private = True
+    _task = "classification"
+
+    def _check_params(self) -> None:
+        if int(self.n_participants) < 1:
+            raise ValueError(f"n_participants must be >= 1, got {self.n_participants!r}")
+        if int(self.n_rounds) < 1:
+            raise ValueError(f"n_rounds must be >= 1, got {self.n_rounds!r}")
+        if self.records_per_participant is not None and int(self.records_per_participant) < 1:
+            raise ValueError("records_per_participant must be >= 1 or None")
+        if self.n_records is not None and int(self.n_records) < 1:
+            raise ValueError(f"n_records must be >= 1 or None, got {self.n_records!r}")
+        if int(self.depth) < 1:
+            raise ValueError(f"depth must be >= 1 (levels, root included), got {self.depth!r}")
+        if not 0.0 < float(self.internal_fraction) < 1.0:
+            raise ValueError(f"internal_fraction must be in (0, 1), got {self.internal_fraction!r}")
+        if not 0.0 < float(self.residual_clip) < 2.0:
+            raise ValueError(f"residual_clip must be in (0, 2), got {self.residual_clip!r}")
+        if not float(self.learning_rate) > 0.0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if not 0.0 < float(self.quality_fraction) < 1.0:
+            raise ValueError(f"quality_fraction must be in (0, 1), got {self.quality_fraction!r}")
+        if self.binning not in BINNINGS:
+            raise ValueError(f"binning must be one of {BINNINGS}, got {self.binning!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if not 2 <= int(self.max_bins) <= MAX_BINS:
+            raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {self.max_bins!r}")
+        if self.leaf_denominator_floor is not None and float(self.leaf_denominator_floor) <= 0:
+            raise ValueError("leaf_denominator_floor must be > 0")
+
+    def _protocol_config(self, X) -> tuple[ProtocolConfig, bool]:
+        eps = check_epsilon(self.epsilon, name="epsilon") if self._private else float("inf")
+        leaked = self.binning == "downsample"
+        mapper = None
+        if self.binning == "domain":
+            mapper, leaked = make_bin_mapper(
+                X, binning="domain", feature_domain=self.feature_domain,
+                categorical_features=self.categorical_features, n_categories=self.n_categories,
+                max_bins=int(self.max_bins), private=self._private)
+        cfg = ProtocolConfig(
+            task=self._task, private=self._private, epsilon=eps, depth=int(self.depth),
+            internal_fraction=float(self.internal_fraction), residual_clip=float(self.residual_clip),
+            learning_rate=float(self.learning_rate), n_participants=int(self.n_participants),
+            n_rounds=int(self.n_rounds), quality_control=bool(self.quality_control),
+            advance_threshold=None if self.advance_threshold is None else float(self.advance_threshold),
+            quality_fraction=float(self.quality_fraction), quality_tolerance=float(self.quality_tolerance),
+            binning=self.binning, max_bins=int(self.max_bins),
+            leaf_denominator_floor=None if self.leaf_denominator_floor is None
+            else float(self.leaf_denominator_floor), mapper=mapper,
+            categorical_features=self.categorical_features, n_categories=self.n_categories,
+        )
+        return cfg, leaked
+
+    def _declared_size(self, n: int) -> tuple[int | None, bool]:
+        """``(n_records, from_data)``: the declared size the shares refer to, or -- when
+        ``records_per_participant`` is given without it -- the private ``n`` with a
+        :class:`DataDependentShareWarning` (``from_data`` True: the fit is not DP)."""
+        if self.records_per_participant is None or self.n_records is not None:
+            return (None if self.n_records is None else int(self.n_records)), False
+        if self._private:
+            warnings.warn(
+                "records_per_participant given without n_records: the participants' shares "
+                "come from the private number of training records (not differentially "
+                "private); declare n_records (the runner passes the training-set size)",
+                DataDependentShareWarning, stacklevel=3)
+        return n, True
+
+    def _make_nodes(self, X, z, cfg: ProtocolConfig, streams: EstimatorStreams,
+                    n_records: int | None) -> tuple[list[ParticipantNode], float]:
+        """The participants: chunks of a record-stable partition with public shares (from
+        the structure stream), and one noise generator per tree slot (noise stream).
+        Returns the nodes and the expected records per participant."""
+        n = X.shape[0]
+        share = participant_share(cfg.n_participants, self.records_per_participant, n_records)
+        owner, rnd = assign_chunks(n, cfg.n_participants, share,
+                                   round_shares(cfg.n_rounds, self.final_round),
+                                   np.random.default_rng(streams.structure))
+        noise = streams.noise_generators(cfg.n_slots)
+        nodes = []
+        for p in range(cfg.n_participants):
+            idx = np.flatnonzero(owner == p)
+            nodes.append(ParticipantNode(
+                p, X[idx], z[idx], rnd[idx], cfg,
+                {k: noise[k] for k in range(p, cfg.n_slots, cfg.n_participants)}))
+        return nodes, share * (n if n_records is None else n_records)
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             ensure_all_finite=True)
+        self._check_params()
+        X = _as_float64(X)
+        z = self._fit_targets(X, y)
+        cfg, leaked = self._protocol_config(X)
+        n_records, share_from_n = self._declared_size(X.shape[0])
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        nodes, expected = self._make_nodes(X, z, cfg, streams, n_records)
+        t0 = time.perf_counter()
+        result = None
+        if self.n_jobs in (None, 1):
+            messages = run_inline(nodes, cfg)
+        else:
+            from dpexp.papers.inprivate.schedule import run_parallel
+
+            n_jobs = int(self.n_jobs)
+            if 1 < n_jobs < cfg.n_participants:
+                raise ValueError(
+                    f"n_jobs={n_jobs}: the parallel schedule needs one live worker per participant "
+                    f"({cfg.n_participants}); use n_jobs=-1 or n_jobs=1 (in-process)")
+            result = run_parallel(nodes, cfg, schedule=self.schedule, backend=self.backend)
+            messages = result.messages
+        elapsed = time.perf_counter() - t0
+        self.accountant_ = Accountant(epsilon=cfg.epsilon)
+        if cfg.private:
+            replay_ledgers(self.accountant_, messages)
+            for reason in self._not_dp_reasons(leaked, share_from_n):
+                self.accountant_.mark_not_dp(reason)
+        self.messages_ = messages
+        self.schedule_result_ = result  # ScheduleResult (timeline, bytes) of a parallel fit
+        self.trees_ = accepted_trees(messages)
+        n_rejected = sum(1 for m in messages if m.verdict_prev is False)
+        advances = [m.advance for m in messages if m.advance is not None]
+        self.diagnostics_ = {
+            "n_trees_built": float(len(messages)),
+            "n_trees_used": float(len(self.trees_)),
+            "n_trees_rejected": float(n_rejected),
+            "n_rounds_run": float(math.ceil(len(messages) / cfg.n_participants)),
+            "last_advance": float(advances[-1]) if advances else float("nan"),
+            "records_per_participant_expected": float(expected),
+            "epsilon_per_tree": cfg.budget.tree if cfg.private else float("inf"),
+            "binning_is_data_dependent": float(leaked),
+            "seconds_per_tree": elapsed / max(1, len(messages)),
+        }
+        return self
+
+    def _not_dp_reasons(self, leaked: bool, share_from_n: bool) -> list[str]:
+        """Why this fit is not DP: public input read from the private data (label set,
+        label or feature domain, shares), or the paper's down-sampled split values."""
+        downsample = self.binning == "downsample"
+        reasons = not_dp_reasons(
+            classes=getattr(self, "_classes_from_data", False),
+            label_domain=getattr(self, "_label_domain_from_data", False),
+            feature_domain=leaked and not downsample)
+        if downsample:
+            reasons.append(DOWNSAMPLE_REASON)
+        if share_from_n:
+            reasons.append(SHARE_FROM_N_REASON)
+        return reasons
+
+    def _raw(self, X):
+        check_is_fitted(self, "trees_")
+        return _as_float64(validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                                         reset=False))
+
+    def _staged_decision(self, X) -> Iterator[np.ndarray]:
+        X = prepare_predict_matrix(self._raw(X))
+        F = np.zeros(X.shape[0])
+        lr = float(self.learning_rate)
+        for t in self.trees_:
+            F = F + tree_contribution(t, X, lr)
+            yield F
+
+    def _decision(self, X) -> np.ndarray:
+        X = prepare_predict_matrix(self._raw(X))
+        F = np.zeros(X.shape[0])
+        for t in self.trees_:
+            F += tree_contribution(t, X, float(self.learning_rate))
+        return F
+
+
+class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
+    """Binary classification, labels mapped to {-1, +1} (Section V-A)."""
+
+    _task = "classification"
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Eq. (9): ``P_+ = 1 / (1 + exp(-2 f(x)))``; columns in the order of the declared
+        ``classes_`` (two, whatever the training labels hold)."""
+        check_is_fitted(self, "trees_")
+        F = self._decision(X)
+        p = 1.0 / (1.0 + np.exp(np.clip(-2.0 * F, -700, 700)))
+        return np.column_stack([1.0 - p, p])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
+    """Regression, labels scaled to [-1, 1] with the public label domain (Section VII-A)."""
+
+    _task = "regression"
+
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+_DOC_PARAMS = """
+    Parameters (paper defaults where it gives them)
+    ----------
+    epsilon: budget of every chunk, hence of the whole ensemble (Section VI-B).
+    n_participants: N data owners (Fig. 5: 1-20). records_per_participant: expected
+        records per owner (Fig. 6: 100-2,000); None = all records split equally (1/N each).
+    n_records: declared (public) number of training records; each owner holds each record
+        with probability records_per_participant / n_records (at most 1/N). Needed with
+        records_per_participant: without it the private n is used, with a
+        DataDependentShareWarning, and the fit is not DP.
+    n_rounds: maximum number of rounds R (Fig. 7); final_round: "rest" (the last round
+        uses the remainder) or "half" (strict halving rule).
+    depth: levels of a tree, root included (Section VII: 10); d - 1 split levels.
+    internal_fraction: epsilon_1 / epsilon_tree (the paper does not fix it).
+    residual_clip: residuals clipped to [-c, c]; the paper's sensitivities hold for c = 1.
+    learning_rate: 1.0 = Eq. (16) without shrinkage.
+    quality_control: reject a tree whose released improvement on the next owner's chunk
+        is below quality_tolerance per record; advance_threshold: p (None = run all rounds);
+        quality_fraction: share of each chunk's epsilon for these releases.
+    binning: "domain" (public grid of max_bins bins, private) or "downsample" (Section V-A,
+        NOT private). leaf_denominator_floor: post-processing of the noisy denominator
+        (None: the scale of its Laplace noise, at least 1).
+    n_jobs: 1 = in-process; otherwise one worker per participant running ``schedule``
+        ("speedup" of Section VI-C or "baseline" of VI-A) on ``backend`` ("loky"|"dask").
+    feature_domain, categorical_features, n_categories, label_domain: the public schema
+        (the runner passes the dataset's); classes (classifiers): the declared label set
+        (two labels; classes_, predict_proba's columns).
+    random_state: structure randomness (the record partition into owners and rounds).
+    noise_rng (private estimators): None = noise derived from random_state (reproducible
+        experiments), or a Generator, e.g. dpexp.privacy.secure_generator() for a model
+        that is published; all mechanism noise comes from it.
+"""
+
+
+def _init(self, **kwargs):
+    for k, v in kwargs.items():
+        setattr(self, k, v)
+
+
+class InPrivateClassifier(_ClassifierPart, _InPrivateBase):
+    __doc__ = "InPrivate Digging binary classifier (Sections V-A and VI).\n" + _DOC_PARAMS
+
+    def __init__(self, *, epsilon=1.0, n_participants=10, records_per_participant=None,
+                 n_records=None, n_rounds=1, final_round="rest", depth=10, internal_fraction=0.5,
+                 residual_clip=1.0, learning_rate=1.0, quality_control=False,
+                 advance_threshold=None, quality_fraction=0.1, quality_tolerance=0.0,
+                 binning="domain", max_bins=32, leaf_denominator_floor=None, n_jobs=1,
+                 schedule="speedup", backend="loky", feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None, classes=None,
+                 random_state=None, noise_rng=None):
+        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+
+
+class InPrivateRegressor(_RegressorPart, _InPrivateBase):
+    __doc__ = "InPrivate Digging regressor (Sections V-B and VI).\n" + _DOC_PARAMS
+
+    def __init__(self, *, epsilon=1.0, n_participants=10, records_per_participant=None,
+                 n_records=None, n_rounds=1, final_round="rest", depth=10, internal_fraction=0.5,
+                 residual_clip=1.0, learning_rate=1.0, quality_control=False,
+                 advance_threshold=None, quality_fraction=0.1, quality_tolerance=0.0,
+                 binning="domain", max_bins=32, leaf_denominator_floor=None, n_jobs=1,
+                 schedule="speedup", backend="loky", feature_domain=None,
+                 categorical_features=None, n_categories=None, label_domain=None,
+                 random_state=None, noise_rng=None):
+        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+
+
+class _NoPrivacy:
+    """No-Priv's fixed, non-tunable pieces of the shared engine (no budget, fixed splits
+    of each participant's records, leaf denominators floored at one record)."""
+
+    _private = False
+    epsilon = None
+    internal_fraction = 0.5
+    quality_fraction = 0.5
+    leaf_denominator_floor = 1.0
+
+
+class InPrivateNPClassifier(_NoPrivacy, _ClassifierPart, _InPrivateBase):
+    """No-Priv (Fig. 5): the same protocol with greedy splits and exact leaves."""
+
+    def __init__(self, *, n_participants=10, records_per_participant=None, n_records=None,
+                 n_rounds=1, final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
+                 quality_control=False, advance_threshold=None, quality_tolerance=0.0,
+                 binning="domain", max_bins=32, n_jobs=1, schedule="speedup", backend="loky",
+                 feature_domain=None, categorical_features=None, n_categories=None,
+                 label_domain=None, classes=None, random_state=None):
+        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+
+
+class InPrivateNPRegressor(_NoPrivacy, _RegressorPart, _InPrivateBase):
+    """No-Priv regressor; see :class:`InPrivateNPClassifier`."""
+
+    def __init__(self, *, n_participants=10, records_per_participant=None, n_records=None,
+                 n_rounds=1, final_round="rest", depth=10, residual_clip=1.0, learning_rate=1.0,
+                 quality_control=False, advance_threshold=None, quality_tolerance=0.0,
+                 binning="domain", max_bins=32, n_jobs=1, schedule="speedup", backend="loky",
+                 feature_domain=None, categorical_features=None, n_categories=None,
+                 label_domain=None, random_state=None):
+        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})

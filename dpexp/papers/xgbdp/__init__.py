@@ -1,0 +1,72 @@
+"""XGBoost-DP (Shi et al. 2021), its Table 2 comparators (DP random forest, DP AdaBoost
+of XGBoost-DP trees) and their non-private twins.
+
+Modules: :mod:`.estimators` (XGBoost-DP), :mod:`.comparators`, :mod:`.procedures`
+(feature importance, ROC), :mod:`.audit`.
+"""
+
+from dpexp.registry import AlgorithmInfo, PaperManifest
+
+_PAPER = "xgboost-dp-shi-2021"
+_MOD = "dpexp.papers.xgbdp.estimators"
+_COMP = "dpexp.papers.xgbdp.comparators"
+#: Why ``xgboost_dp_paper`` is not DP (also what its fits' accountants say).
+PAPER_NOT_DP = ("Table 1 step 5 selects features by the importance of a non-private model "
+                "fitted on the private training data (no noise)")
+
+
+def _info(name: str, cls: str, private: bool, description: str) -> AlgorithmInfo:
+    return AlgorithmInfo(name=name, targets={"classification": f"{_COMP}:{cls}"},
+                         private=private, paper=_PAPER, description=description)
+
+
+_SMALL = {"n_trees": 3, "max_depth": 3}
+
+MANIFEST = PaperManifest(
+    paper=_PAPER,
+    algorithms=[
+        AlgorithmInfo(
+            name="xgboost_dp", targets={"classification": f"{_MOD}:XGBoostDPClassifier"},
+            private=True, paper=_PAPER,
+            description="XGBoost-DP (Shi et al. 2021, Table 1), correctly accounted: trees "
+                        "compose sequentially, no feature selection on private data.",
+            default_params={"variant": "correct"},
+        ),
+        AlgorithmInfo(
+            name="xgboost_dp_paper", targets={"classification": f"{_MOD}:XGBoostDPClassifier"},
+            private=True, paper=_PAPER,
+            description="XGBoost-DP as published: adds Table 1 step 5 feature selection on the "
+                        "private data (NOT differentially private; reproduction only).",
+            default_params={"variant": "paper"},
+            not_dp=PAPER_NOT_DP,
+        ),
+        AlgorithmInfo(
+            name="np_xgboost", targets={"classification": f"{_MOD}:NPXGBoostClassifier"},
+            private=False, paper=_PAPER,
+            description="Non-private XGBoost on the same engine (Table 2 no_noise row).",
+        ),
+        _info("dp_rf_xgbdp", "DPRandomForestXGBDPClassifier", True,
+              "DP random forest of XGBoost-DP trees, eps/n per tree (Shi et al. Table 2 comparator)."),
+        _info("dp_adaboost", "DPAdaBoostXGBDPClassifier", True,
+              "DP AdaBoost (Poisson resampling) of XGBoost-DP trees (Shi et al. Table 2 comparator)."),
+        _info("np_xgb_tree_rf", "NPRandomForestXGBDPClassifier", False,
+              "Non-private twin of dp_rf_xgbdp (Table 2 no_noise row)."),
+        _info("np_xgb_tree_adaboost", "NPAdaBoostXGBDPClassifier", False,
+              "Non-private twin of dp_adaboost (Table 2 no_noise row)."),
+    ],
+    procedures={
+        "xgbdp_feature_importance": "dpexp.papers.xgbdp.procedures:xgbdp_feature_importance",
+        "xgbdp_roc": "dpexp.papers.xgbdp.procedures:xgbdp_roc",
+    },
+    audit_targets=["dpexp.papers.xgbdp.audit:AUDIT_TARGETS"],
+    broken_audit_targets=["dpexp.papers.xgbdp.audit:BROKEN_AUDIT_TARGETS"],
+    common_test_params={
+        "xgboost_dp": {"epsilon": 50.0, **_SMALL},
+        "xgboost_dp_paper": {"epsilon": 50.0, "n_selected_features": 2, **_SMALL},
+        "dp_rf_xgbdp": {"epsilon": 50.0, **_SMALL},
+        "dp_adaboost": {"epsilon": 50.0, **_SMALL},
+        "np_xgboost": dict(_SMALL),
+        "np_xgb_tree_rf": dict(_SMALL),
+        "np_xgb_tree_adaboost": dict(_SMALL),
+    },
+)

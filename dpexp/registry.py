@@ -1,0 +1,290 @@
+"""The registry: papers, their algorithms, procedures and audit targets -- discovered.
+
+Every method lives in a *paper package* that exports one :class:`PaperManifest` (attribute
+``MANIFEST`` of the package, usually written in its ``__init__.py``). Manifests are found,
+never listed by hand, in two places (:func:`paper_manifests`):
+
+* every subpackage of :mod:`dpexp.papers` (found with :func:`pkgutil.iter_modules`; names
+  starting with ``_`` are skipped), and
+* every entry point of the group ``dpexp.papers``
+  (``importlib.metadata.entry_points(group="dpexp.papers")``): a pip package of your own
+  declares ``[project.entry-points."dpexp.papers"] mymethod = "mypkg"`` (a module with a
+  ``MANIFEST``) or ``"mypkg.manifest:MANIFEST"`` (the manifest object itself).
+
+Algorithms, procedures and end-to-end audit targets are all read from the manifests by
+this one loader. A manifest stays cheap to import: an :class:`AlgorithmInfo` names its
+estimator classes as ``"module:Class"`` strings, procedures and audit targets are
+``"module:attribute"`` strings resolved on first use, so listing algorithms imports no
+numba-heavy module.
+
+An estimator used by the runner must follow scikit-learn conventions (``fit(X, y)``,
+``predict``, ``get_params``), accept ``random_state`` and, when ``private`` is true,
+``epsilon``. After ``fit`` a private estimator exposes ``accountant_`` (see
+:mod:`dpexp.privacy`) so the runner can record ``epsilon_spent``/``delta_spent`` and the
+ledger. An estimator may also expose ``diagnostics_``: a dict of extra per-fit numbers
+(e.g. ``n_filtered``, ``empty_leaf_fraction``) that the runner records as metrics.
+
+Public dataset metadata is injected into estimator parameters of the same name when the
+spec does not set them (see :data:`PUBLIC_PARAMS`): this is how candidate split points
+come from the public feature domain rather than from the private data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import pkgutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from dpexp.errors import DpexpError, UnknownNameError
+
+#: The package whose subpackages are papers.
+PAPERS_PACKAGE = "dpexp.papers"
+#: The entry-point group of paper packages installed separately.
+ENTRY_POINT_GROUP = "dpexp.papers"
+#: Extra manifests (objects, or module paths / ``"module:attr"`` strings) added after the
+#: discovered ones; tests monkeypatch it to register a fake paper.
+EXTRA_PAPERS: list[Any] = []
+
+#: Estimator parameters the runner fills from the dataset's public metadata.
+PUBLIC_PARAMS = (
+    "feature_domain", "categorical_features", "n_categories", "label_domain", "classes",
+)
+
+
+@dataclass(frozen=True)
+class AlgorithmInfo:
+    """One registered algorithm.
+
+    ``targets`` maps a task (``"classification"``/``"regression"``) to
+    ``"module:Class"``; a task missing from it is not supported by the algorithm.
+    """
+
+    name: str
+    targets: dict[str, str]
+    private: bool
+    paper: str
+    description: str
+    default_params: dict[str, Any] = field(default_factory=dict)
+    #: Why the algorithm, although it takes an epsilon, gives no DP guarantee (None: it
+    #: does). Parameter-dependent cases mark the fit's accountant instead
+    #: (``Accountant.mark_not_dp``).
+    not_dp: str | None = None
+    #: Optional packages the estimator imports at fit time (checked before a run starts).
+    requires: tuple[str, ...] = ()
+
+    def estimator_class(self, task: str):
+        if task not in self.targets:
+            raise DpexpError(
+                f"Algorithm {self.name!r} does not support {task} tasks "
+                f"(it supports: {', '.join(self.targets)})."
+            )
+        module, _, attr = self.targets[task].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+#: A reference resolved on first use: ``"module:attribute"`` (or ``"module"``), or the object.
+Ref = Any
+
+
+@dataclass(frozen=True)
+class PaperManifest:
+    """What one paper package contributes (its ``MANIFEST``).
+
+    * ``paper``: the paper's id (e.g. ``"dpboost-li-2020"``), the ``paper`` of its specs.
+    * ``algorithms``: its :class:`AlgorithmInfo` entries (estimators as ``"module:Class"``).
+    * ``procedures``: ``{name: "module:function"}`` (or the function); see
+      :mod:`dpexp.experiments.procedures` for the procedure contract.
+    * ``audit_targets`` / ``broken_audit_targets``: references (``"module:ATTR"``, resolved
+      on first use) to lists of :class:`dpexp.privacy.audit.AuditTarget` -- the end-to-end
+      audit of its private estimators, and the deliberately broken variants the audit
+      must flag.
+    * ``common_test_params``: ``{algorithm name: small params}`` for the common estimator
+      tests (``tests/test_common_estimators.py``); an algorithm left out is tested with its
+      ``default_params``; private ones need an ``epsilon`` there.
+    * ``expected_failed_checks``: ``{algorithm name: {sklearn check name: reason}}``, the
+      scikit-learn checks that cannot pass for a DP estimator (marked expected-to-fail).
+    """
+
+    paper: str
+    algorithms: Sequence[AlgorithmInfo] = ()
+    procedures: Mapping[str, Ref] = field(default_factory=dict)
+    audit_targets: Sequence[Ref] = ()
+    broken_audit_targets: Sequence[Ref] = ()
+    common_test_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    expected_failed_checks: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Where the manifest was found (filled by the loader).
+    source: str = ""
+
+
+def resolve(ref: Ref) -> Any:
+    """``"module:attribute"`` -> the attribute, ``"module"`` -> the module; else ``ref``."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attr = ref.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _as_manifest(obj: Any, source: str) -> PaperManifest:
+    if isinstance(obj, ModuleType):
+        obj = getattr(obj, "MANIFEST", None)
+        if obj is None:
+            raise DpexpError(f"paper package {source} has no MANIFEST (a dpexp.registry.PaperManifest)")
+    if callable(obj) and not isinstance(obj, PaperManifest):
+        obj = obj()
+    if not isinstance(obj, PaperManifest):
+        raise DpexpError(f"{source} is not a dpexp.registry.PaperManifest (got {type(obj).__name__})")
+    return obj if obj.source else _with_source(obj, source)
+
+
+def _with_source(manifest: PaperManifest, source: str) -> PaperManifest:
+    from dataclasses import replace
+
+    return replace(manifest, source=source)
+
+
+def in_tree_paper_modules() -> list[str]:
+    """Every paper package under :mod:`dpexp.papers` (pkgutil; ``_private`` ones skipped)."""
+    package = importlib.import_module(PAPERS_PACKAGE)
+    return sorted(
+        f"{PAPERS_PACKAGE}.{info.name}"
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.ispkg and not info.name.startswith("_")
+    )
+
+
+def _entry_point_manifests() -> list[PaperManifest]:
+    out = []
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise DpexpError(
+                f"paper entry point {ep.name!r} ({ep.value}) failed to import: {exc}"
+            ) from exc
+        out.append(_as_manifest(obj, f"entry point {ep.name} = {ep.value}"))
+    return out
+
+
+_discovered: list[PaperManifest] | None = None
+
+
+def refresh() -> None:
+    """Forget the discovered manifests (after changing ``sys.path`` or installing a paper)."""
+    global _discovered
+    _discovered = None
+    importlib.invalidate_caches()
+
+
+def paper_manifests() -> list[PaperManifest]:
+    """Every paper's manifest: ``dpexp.papers.*``, then entry points, then :data:`EXTRA_PAPERS`.
+
+    The discovered ones are cached for the process (:func:`refresh` forgets them).
+    """
+    global _discovered
+    if _discovered is None:
+        found = [_as_manifest(importlib.import_module(m), m) for m in in_tree_paper_modules()]
+        _discovered = found + _entry_point_manifests()
+    extra = [
+        _as_manifest(resolve(ref), ref if isinstance(ref, str) else repr(ref)) for ref in EXTRA_PAPERS
+    ]
+    return [*_discovered, *extra]
+
+
+def all_algorithms() -> dict[str, AlgorithmInfo]:
+    """Every registered algorithm by name."""
+    out: dict[str, AlgorithmInfo] = {}
+    where: dict[str, str] = {}
+    for manifest in paper_manifests():
+        for info in manifest.algorithms:
+            if info.name in out:
+                raise RuntimeError(
+                    f"algorithm {info.name!r} registered twice ({where[info.name]} and {manifest.source})"
+                )
+            out[info.name] = info
+            where[info.name] = manifest.source
+    return out
+
+
+def manifest_procedures() -> dict[str, Ref]:
+    """Every paper's procedures, unresolved: name -> ``"module:function"`` (or function)."""
+    out: dict[str, Ref] = {}
+    for manifest in paper_manifests():
+        for name, ref in manifest.procedures.items():
+            if name in out:
+                raise RuntimeError(f"procedure {name!r} registered twice")
+            out[name] = ref
+    return out
+
+
+def manifest_audit_refs(*, broken: bool) -> list[tuple[str, Ref]]:
+    """``(source, reference)`` of every paper's (broken) audit-target lists."""
+    out = []
+    for manifest in paper_manifests():
+        for ref in (manifest.broken_audit_targets if broken else manifest.audit_targets):
+            out.append((ref.partition(":")[0] if isinstance(ref, str) else manifest.source, ref))
+    return out
+
+
+def common_test_params(name: str) -> dict[str, Any]:
+    """The small parameters a paper declares for the common tests of algorithm ``name``."""
+    for manifest in paper_manifests():
+        if name in manifest.common_test_params:
+            return dict(manifest.common_test_params[name])
+    return {}
+
+
+def get_algorithm(name: str) -> AlgorithmInfo:
+    algos = all_algorithms()
+    if name not in algos:
+        raise UnknownNameError("algorithm", name, algos)
+    return algos[name]
+
+
+def accepted_params(name: str) -> set[str]:
+    """Parameter names any of ``name``'s estimator classes accepts."""
+    info = get_algorithm(name)
+    out: set[str] = set()
+    for task in info.targets:
+        out |= set(info.estimator_class(task)().get_params())
+    return out
+
+
+def make_estimator(
+    name: str,
+    task: str,
+    params: dict[str, Any],
+    *,
+    epsilon: float | None,
+    random_state: int,
+    public: dict[str, Any] | None = None,
+):
+    """Instantiate algorithm ``name`` for ``task`` with ``params``.
+
+    ``epsilon`` is passed only to private algorithms; ``public`` metadata fills the
+    estimator's :data:`PUBLIC_PARAMS` that ``params`` leaves unset.
+    """
+    info = get_algorithm(name)
+    cls = info.estimator_class(task)
+    kwargs = {**info.default_params, **params}
+    accepted = set(cls().get_params())
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown:
+        raise DpexpError(
+            f"Algorithm {name!r} has no parameter(s) {', '.join(unknown)}; "
+            f"its parameters are: {', '.join(sorted(accepted))}."
+        )
+    if info.private:
+        kwargs["epsilon"] = epsilon
+    if "random_state" in accepted:
+        kwargs["random_state"] = random_state
+    for key in PUBLIC_PARAMS:
+        if public and key in accepted and kwargs.get(key) is None and key in public:
+            kwargs[key] = public[key]
+    return cls(**kwargs)

@@ -1,0 +1,54 @@
+"""The registry's loader: discovery of the paper packages, lazy imports, duplicates."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dpexp
+from dpexp import registry
+from dpexp.registry import AlgorithmInfo, PaperManifest
+
+PAPERS = {"baselines", "dpboost", "fletcher", "gaussian_bdt", "inprivate", "xgbdp"}
+
+
+def test_every_paper_package_is_discovered():
+    found = {m.rsplit(".", 1)[1] for m in registry.in_tree_paper_modules()}
+    assert found >= PAPERS
+    assert all(m.paper for m in registry.paper_manifests())
+
+
+def test_listing_algorithms_imports_no_estimator_module():
+    code = ("import sys; from dpexp.registry import all_algorithms, manifest_procedures; "
+            "all_algorithms(); manifest_procedures(); "
+            "bad = [m for m in sys.modules if m == 'numba' or m.endswith(('.estimators', '.forest'))]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    root = Path(dpexp.__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": ""}, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_an_algorithm_registered_twice_is_an_error(monkeypatch):
+    twin = registry.get_algorithm("dpboost")
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", [PaperManifest(paper="twin", algorithms=[twin])])
+    with pytest.raises(RuntimeError, match="registered twice"):
+        registry.all_algorithms()
+
+
+def test_extra_papers_take_modules_strings_and_manifests(monkeypatch):
+    info = AlgorithmInfo("zz_fake", {"classification": "sklearn.dummy:DummyClassifier"}, False,
+                         "fake", "a fake")
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", [PaperManifest(paper="fake", algorithms=[info])])
+    assert registry.get_algorithm("zz_fake") is info
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
+    assert registry.get_algorithm("spends_too_much").paper == "test"
+
+
+def test_a_module_without_manifest_is_refused(monkeypatch):
+    monkeypatch.setattr(registry, "EXTRA_PAPERS", ["dpexp.errors"])
+    with pytest.raises(dpexp.errors.DpexpError, match="no MANIFEST"):
+        registry.all_algorithms()
