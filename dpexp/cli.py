@@ -424,7 +424,8 @@ def report(
     results_dir: ResultsDir = None,
     figures_dir: FiguresDir = None,
 ):
-    """Write results/REPORT.md and results/report.html from the cache (no recomputation)."""
+    """Write results/REPORT.md and results/report.html (REPORT-smoke.md / report-smoke.html
+    with --scale smoke) from the cache and the committed results (no recomputation)."""
     from dpexp.render.report import write_report
 
     if scale not in (None, "smoke", "paper"):
@@ -440,9 +441,19 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
     """Every registered algorithm."""
     from dpexp.registry import all_algorithms
 
+    def _usage(target: str, params: dict) -> dict:
+        module, _, cls = target.partition(":")
+        args = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else repr(v)}"
+                         for k, v in params.items())
+        return {"class": cls, "module": module, "import_path": target, "params": dict(params),
+                "usage": f"{target}({args})"}
+
     algos = all_algorithms()
     rows = [{"name": a.name, "private": a.private, "tasks": list(a.targets), "paper": a.paper,
-             "description": a.description} for a in algos.values()]
+             "description": a.description,
+             "estimators": {task: _usage(target, a.default_params)
+                            for task, target in a.targets.items()}}
+            for a in algos.values()]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -450,6 +461,11 @@ def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
     for r in rows:
         t.add_row(r["name"], "yes" if r["private"] else "no", ", ".join(r["tasks"]), r["paper"], r["description"])
     out.print(t)
+    # plain lines (never wrapped): the class and import path per task, with its defaults
+    typer.echo("\nEstimator classes (import path, registered defaults):")
+    for r in rows:
+        for task, est in r["estimators"].items():
+            typer.echo(f"{r['name']}: {task} {est['usage']}")
 
 
 @app.command()

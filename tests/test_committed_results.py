@@ -76,3 +76,34 @@ def test_a_partial_rerun_keeps_the_other_committed_cells(tmp_path):
     _run(results, "--algorithms", labels[0])  # touches one column's cells only
     after = pd.read_csv(table_path(results, "quickstart", "smoke"))
     assert len(after) == len(table) and sorted(after["label"].unique()) == labels
+
+
+def test_results_and_render_from_the_committed_table_alone(tmp_path):
+    results = tmp_path / "results"
+    _run(results)
+    before = cached_results(resolve("quickstart"), "smoke", results).frame
+    shutil.rmtree(results / "cache")
+    after = cached_results(resolve("quickstart"), "smoke", results).frame
+    assert len(after) == len(before) and not (results / "cache").exists()
+    res = CliRunner().invoke(app, ["render", "quickstart", "--results-dir", str(results),
+                                   "--figures-dir", str(tmp_path / "figures")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "figures" / "quickstart" / "quickstart-smoke.png").exists()
+
+
+def test_report_and_summary_from_the_committed_table_alone(tmp_path):
+    import json
+
+    results = tmp_path / "results"
+    _run(results)
+    shutil.rmtree(results / "cache")
+    res = CliRunner().invoke(app, ["report", "--scale", "smoke", "--results-dir", str(results),
+                                   "--figures-dir", str(tmp_path / "figures")])
+    assert res.exit_code == 0, res.output
+    assert (results / "REPORT-smoke.md").exists() and not (results / "REPORT.md").exists()
+    rows = {r["artefact"]: r for r in json.loads((results / "summary-smoke.json").read_text())}
+    quick = rows["quickstart"]
+    assert quick["scale"] == "smoke" and quick["cells_done"] == quick["cells_total"] > 0
+    assert quick["claims_pass"] == quick["claims_fail"] == 0  # smoke: never evaluated
+    assert set(quick) >= {"datasets_unavailable", "values_total", "values_reproduced",
+                          "values_explained", "values_unexplained", "claims_not_evaluated"}

@@ -135,3 +135,18 @@ def test_declared_classes_survive_an_absent_class(info, task, params):
         est.fit(X, y)
     assert est.classes_.tolist() == [0, 1]
     assert set(est.predict(X).tolist()) <= {0, 1}
+
+
+@pytest.mark.parametrize(("info", "task", "params"), PRIVATE)
+def test_accepts_a_budget_accountant(info, task, params):
+    """Every private estimator takes ``accountant=`` (a BudgetAccountant across fits)."""
+    from dpexp.privacy import BudgetAccountant
+
+    est = _private(info, task, params)
+    assert "accountant" in est.get_params() and est.get_params()["accountant"] is None
+    budget = BudgetAccountant(epsilon=10 * EPSILON, delta=1.0)
+    X, y = _data(task)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.set_params(accountant=budget).fit(X, y)
+    assert budget.total_spent[0] == pytest.approx(est.accountant_.epsilon_spent)

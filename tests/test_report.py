@@ -82,15 +82,15 @@ def test_wilcoxon_pairs_by_fold_repeat_and_epsilon():
 
 
 def test_trend_claims():
-    import json
-
     from dpexp.render.claims import check_trend
 
     rows = []
     for n, acc, mae in ((1, 0.70, 3.0), (4, 0.74, 2.5), (8, 0.78, 2.0)):
-        rows.append(("adult", "InPrivate", "InPrivate", json.dumps({"n_participants": n}), 1.0, "accuracy", math.nan, acc))
-        rows.append(("abalone", "InPrivate", "InPrivate", json.dumps({"n_participants": n}), 1.0, "mae", math.nan, mae))
-    agg = pd.DataFrame(rows, columns=["dataset", "series", "label", "params", "epsilon", "metric", "step", "mean"])
+        # the axis is read from the p_ column; params is the cell's identity only
+        rows.append(("adult", "InPrivate", "InPrivate", f"cell {n}", 1.0, "accuracy", math.nan, acc, n))
+        rows.append(("abalone", "InPrivate", "InPrivate", f"cell {n}", 1.0, "mae", math.nan, mae, n))
+    agg = pd.DataFrame(rows, columns=["dataset", "series", "label", "params", "epsilon", "metric", "step",
+                                      "mean", "p_n_participants"])
     tasks = {"adult": "classification", "abalone": "regression"}
     claim = {"text": "t", "series": "InPrivate", "metric": {"classification": "accuracy", "regression": "mae"},
              "trend": {"classification": "increasing", "regression": "decreasing"},

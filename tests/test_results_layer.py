@@ -131,7 +131,10 @@ def test_schema_columns_private_and_diagnostics(env):
     frame, _ = results_frame(env)
     from dpexp.experiments.schema import RESULT_COLUMNS
 
-    assert list(frame.columns) == RESULT_COLUMNS
+    # the parameters as columns, after the schema's, sorted; None (empty) where absent
+    assert list(frame.columns) == [*RESULT_COLUMNS, "p_n_estimators", "p_n_trees"]
+    union = pd.read_csv(env[1] / "tiny" / "results-smoke.csv")
+    assert list(union.columns) == list(frame.columns)
     dp = frame[frame.algorithm == "fletcher_forest"]
     rf = frame[frame.algorithm == "breiman_rf"]
     assert dp["private"].all() and not rf["private"].any()
@@ -140,6 +143,61 @@ def test_schema_columns_private_and_diagnostics(env):
     assert frame["domain_source"].notna().all()
     assert set(dp["metric_kind"]) == {"metric", "diagnostic"}  # the forest has diagnostics_
     assert set(dp[dp.metric == "accuracy"]["metric_kind"]) == {"metric"}
+    assert (dp["p_n_trees"] == 3).all() and dp["p_n_estimators"].isna().all()
+    assert (rf["p_n_estimators"] == 5).all() and rf["p_n_trees"].isna().all()
+    assert all(json.loads(p)["n_trees"] == 3 for p in dp["params"])  # params is kept
+    as_json = invoke("results", "tiny", "--results-dir", env[1], "--format", "json")
+    records = json.loads(as_json.stdout)
+    assert {(r["label"], r["p_n_trees"], r["p_n_estimators"]) for r in records} == {
+        ("DP forest", 3, None), ("RF", None, 5)}
+
+
+def test_param_columns_are_derived_from_params():
+    from dpexp.experiments.cells import canonical_json
+    from dpexp.experiments.results import with_param_columns
+    from dpexp.experiments.schema import RESULT_COLUMNS
+
+    params = [{"n_trees": 3, "rate": 0.5}, {"n_trees": 10, "split": "exp", "bins": None},
+              {}, {"flag": True, "depths": [1, 2]}]
+    frame = pd.DataFrame({c: [None] * 4 for c in RESULT_COLUMNS})
+    frame["params"] = [canonical_json(p) for p in params]
+    out = with_param_columns(frame)
+    assert list(out.columns) == [*RESULT_COLUMNS, "p_bins", "p_depths", "p_flag", "p_n_trees",
+                                 "p_rate", "p_split"]
+    assert out["p_n_trees"].tolist() == [3, 10, None, None]  # ints stay ints, absent is None
+    assert type(out["p_n_trees"].iloc[0]) is int
+    assert out["p_rate"].tolist() == [0.5, None, None, None]
+    assert out["p_split"].tolist() == [None, "exp", None, None]
+    assert out["p_flag"].tolist() == [None, None, None, True]
+    assert out["p_depths"].iloc[3] == [1, 2]
+    assert out["params"].tolist() == frame["params"].tolist()
+    assert with_param_columns(out).equals(out)  # derived again, not doubled
+    stale = out.assign(p_gone=1)
+    assert "p_gone" not in with_param_columns(stale)
+    empty = pd.DataFrame(columns=RESULT_COLUMNS)
+    assert list(with_param_columns(empty).columns) == RESULT_COLUMNS
+
+
+def test_cell_columns_are_the_cell_key():
+    from dpexp.experiments.cells import expand
+    from dpexp.experiments.schema import (
+        CELL_COLUMNS,
+        PARAM_PREFIX,
+        REPLICATE_COLUMNS,
+        RESULT_COLUMNS,
+        RUN_COLUMNS,
+        cell_columns,
+    )
+    from dpexp.experiments.spec import resolve
+
+    cell = expand(resolve("fig2").at_scale("smoke"), "smoke", 0)[0]
+    assert set(json.loads(cell.key)) == set(CELL_COLUMNS)
+    assert [c for c in RESULT_COLUMNS if c in CELL_COLUMNS] == CELL_COLUMNS
+    assert set(REPLICATE_COLUMNS) | set(RUN_COLUMNS) <= set(CELL_COLUMNS)
+    assert not any(c.startswith(PARAM_PREFIX) for c in RESULT_COLUMNS)
+    assert cell_columns(without=REPLICATE_COLUMNS) == [c for c in CELL_COLUMNS if c not in REPLICATE_COLUMNS]
+    with pytest.raises(ValueError, match="not cell columns"):
+        cell_columns(without=["metric"])
 
 
 def test_not_dp_fit_has_no_epsilon_spent(env, monkeypatch):

@@ -23,6 +23,7 @@ import pandas as pd
 
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand, format_epsilon
+from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = [
@@ -92,9 +93,7 @@ def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
     for col in _TEXT_COLUMNS:  # CSV writes "" as an empty field, read back as NaN
         if col in frame.columns:
             frame[col] = frame[col].fillna("")
-    id_cols = ["experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
-               "fold", "repeat", "seed"]
-    missing = [c for c in id_cols if c not in frame.columns]
+    missing = [c for c in CELL_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: not a dpexp results table (no column(s) {missing})")
     records = frame.to_dict("records")

@@ -130,6 +130,21 @@ def _cached_fit_seconds(spec: ExperimentSpec, scale: str, results_dir: Path) -> 
     return out
 
 
+def dataset_available(name: str) -> bool:
+    """Whether ``name`` can be loaded here without the network: synthetic, in the local data
+    cache, or in a folder mirror (``DPEXP_DATA_MIRROR``) that holds its files."""
+    from dpexp.datasets import download
+    from dpexp.datasets.registry import get_dataset_info
+
+    if _downloaded(name):
+        return True
+    mirror = download.mirror_setting(None)
+    if not mirror or "://" in str(mirror):
+        return False
+    info = get_dataset_info(name)
+    return all((Path(mirror) / f.mirror_path).exists() for f in info.files if f.mirror_path)
+
+
 def _downloaded(name: str) -> bool:
     from dpexp.datasets import download
     from dpexp.datasets.registry import get_dataset_info

@@ -172,6 +172,13 @@ def cached_results(
     filters = filters or ResultFilter()
     payloads = read_cells(results_dir, spec.id, scale)
     have = {p["key"] for p in payloads if "key" in p}
+    # The committed table's cells count as cached (a fresh clone renders and reports from
+    # it alone); a cell file in the cache wins over the table.
+    from dpexp.experiments.committed import committed_payloads
+
+    extra = [p for p in committed_payloads(spec, scale, results_dir) if p["key"] not in have]
+    payloads += extra
+    have |= {p["key"] for p in extra}
     kept = [p for p in payloads if filters.keeps(p["cell"])]
     rows = [r for p in kept for r in p["rows"]]
     frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)

@@ -615,10 +615,10 @@ def collect(
 
 def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Path:
     """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``."""
-    from dpexp.experiments.results import cached_results
+    from dpexp.experiments.results import cached_results, with_param_columns
 
     frame = cached_results(spec, scale, results_dir).frame
-    frame = keep_committed_rows(frame, results_dir, spec.id, scale)
+    frame = with_param_columns(keep_committed_rows(frame, results_dir, spec.id, scale))
     return write_results_table(frame, results_dir, spec.id, scale)
 
 

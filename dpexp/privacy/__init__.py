@@ -11,6 +11,7 @@ imported lazily (it imports the estimators), not here.
 
 from dpexp.errors import BudgetExceededError
 from dpexp.privacy.accountant import Accountant
+from dpexp.privacy.budget import BudgetAccountant, charges_budget
 from dpexp.privacy.mechanisms import (
     analytic_gaussian_sigma,
     exponential_mechanism,
@@ -39,6 +40,7 @@ from dpexp.privacy.randomness import (
 
 __all__ = [
     "Accountant",
+    "BudgetAccountant",
     "BudgetExceededError",
     "DataDependentClassesWarning",
     "DataDependentDomainWarning",
@@ -46,6 +48,7 @@ __all__ = [
     "EstimatorStreams",
     "SecureGenerator",
     "analytic_gaussian_sigma",
+    "charges_budget",
     "estimator_streams",
     "exponential_mechanism",
     "gaussian_delta",

@@ -12,6 +12,7 @@ privacy caveats in caveat boxes; and which cells are missing. Spec text is escap
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -47,12 +48,16 @@ class Section:
     domain: str = ""
     replicates: str = ""
     display: dict[str, str] = field(default_factory=dict)
+    datasets_done: list[str] = field(default_factory=list)  # dataset keys with results
 
 
 def _scales(results_dir: Path, spec: ExperimentSpec, wanted: str | None) -> list[str]:
     """Scales to try, best first: paper where cached, else smoke (or just ``wanted``)."""
+    from dpexp.experiments.committed import table_path
+
     scales = [wanted] if wanted else ["paper", "smoke"]
-    return [s for s in scales if (Path(results_dir) / "cache" / spec.id / s).is_dir()]
+    return [s for s in scales if (Path(results_dir) / "cache" / spec.id / s).is_dir()
+            or table_path(results_dir, spec.id, s).exists()]
 
 
 def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None) -> Section:
@@ -70,6 +75,7 @@ def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Sectio
     frame, agg, ctx = rendered.frame, rendered.agg, rendered.context
     sec = Section(spec, scale, n_cells=rendered.total_cells, n_missing=rendered.missing_cells)
     sec.seeds = sorted(int(x) for x in frame["seed"].dropna().unique())
+    sec.datasets_done = sorted(str(d) for d in frame["dataset"].dropna().unique())
     sec.comparison = agg[agg["paper_value"].notna()]
     sec.summary = comparison_summary(agg, spec, scale)
     sec.claims = check_claims(spec.claims, agg, ctx.tasks, scale)
@@ -215,6 +221,50 @@ def _report_md(sections: list[Section], env: dict[str, str], results_dir: Path) 
     return "\n".join(md) + "\n"
 
 
+def _value_verdicts(sec: Section) -> dict[str, int]:
+    """Printed values reproduced (within the spec's tolerance), explained (a miss whose spec
+    entry carries ``explained: <evidence>``) and unexplained (any other miss)."""
+    out = {"values_reproduced": 0, "values_explained": 0, "values_unexplained": 0}
+    comp = sec.comparison
+    if sec.scale != "paper" or comp is None or not len(comp) or "within_tolerance" not in comp:
+        return out
+    entries = sec.spec.paper_values.get("values") or []
+    for _, row in comp.dropna(subset=["within_tolerance"]).iterrows():
+        if bool(row["within_tolerance"]):
+            out["values_reproduced"] += 1
+            continue
+        i = int(row["paper_entry"])
+        explained = 0 <= i < len(entries) and bool(entries[i].get("explained"))
+        out["values_explained" if explained else "values_unexplained"] += 1
+    return out
+
+
+def _unavailable_datasets(spec: ExperimentSpec, frame_datasets: set[str]) -> list[str]:
+    """Datasets of the spec with no result that this machine cannot load either."""
+    from dpexp.experiments.plan import dataset_available
+
+    return [d.name for d in spec.datasets
+            if d.key not in frame_datasets and not dataset_available(d.name)]
+
+
+def summary_rows(sections: list[Section]) -> list[dict]:
+    """``results/summary.json``: the report's verdicts, one row per artefact."""
+    rows = []
+    for sec in sections:
+        claims = [c.status for c in sec.claims]
+        done = sec.n_cells - sec.n_missing if sec.scale else 0
+        rows.append({
+            "artefact": sec.spec.id, "paper": sec.spec.paper, "scale": sec.scale,
+            "cells_done": done, "cells_total": sec.n_cells if sec.scale else None,
+            "datasets_unavailable": _unavailable_datasets(sec.spec, set(sec.datasets_done)),
+            "values_total": len(sec.spec.paper_values.get("values") or []),
+            **_value_verdicts(sec),
+            "claims_pass": claims.count("pass"), "claims_fail": claims.count("fail"),
+            "claims_not_evaluated": len(claims) - claims.count("pass") - claims.count("fail"),
+        })
+    return rows
+
+
 def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None) -> tuple[Path, Path]:
     specs = all_specs()
     sections = [build_section(s, results_dir, figures_dir, scale) for s in specs.values()]
@@ -222,8 +272,12 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None)
     seeds = sorted({x for s in sections for x in s.seeds})
     env["seeds"] = ", ".join(map(str, seeds)) or "—"
     text = _report_md(sections, env, results_dir)
-    md_path = Path(results_dir) / "REPORT.md"
+    # The paper-scale report is committed; a smoke-only report must not overwrite it.
+    tag = "-smoke" if scale == "smoke" else ""
+    md_path = Path(results_dir) / f"REPORT{tag}.md"
     atomic_write_text(md_path, text)
-    html_path = Path(results_dir) / "report.html"
+    html_path = Path(results_dir) / f"report{tag}.html"
     atomic_write_text(html_path, markdown_to_html(text, results_dir))
+    atomic_write_text(Path(results_dir) / f"summary{tag}.json",
+                      json.dumps(summary_rows(sections), indent=1) + "\n")
     return md_path, html_path

@@ -49,6 +49,7 @@ from dpexp.boosting.gbdt import (
 from dpexp.boosting.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, record_partition
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.grower import GrowWorkspace, grow_tree
 from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
@@ -154,6 +155,7 @@ class _BoostingBase(BaseEstimator):
     def _fit_targets(self, X, y):  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @charges_budget
     def fit(self, X, y):
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
@@ -433,7 +435,8 @@ class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
                  max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
                  glc=True, glc_per_ensemble=True, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, classes=None, random_state=None, noise_rng=None):
+                 label_domain=None, classes=None, random_state=None, noise_rng=None,
+                 accountant=None):
         _init(self, locals())
 
 
@@ -444,7 +447,7 @@ class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
                  max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
                  glc=True, glc_per_ensemble=True, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None, noise_rng=None):
+                 label_domain=None, random_state=None, noise_rng=None, accountant=None):
         _init(self, locals())
 
 

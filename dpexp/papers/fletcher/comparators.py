@@ -55,6 +55,7 @@ from dpexp.papers.fletcher.trees import (
     route_forest,
 )
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import estimator_streams
 from dpexp.trees.tree import ArrayTree, TreeBuilder
 
@@ -95,6 +96,7 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         classes=None,
         random_state=None,
         noise_rng=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.n_trees = n_trees
@@ -107,6 +109,7 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         self.classes = classes
         self.random_state = random_state
         self.noise_rng = noise_rng
+        self.accountant = accountant
 
     def _depth(self, n: int, m: int, b: float, epsilon: float, rng) -> tuple[int, float]:
         """``(depth, epsilon spent on it)``: public when max_depth/n_records are given."""
@@ -127,6 +130,7 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         # log_b of a count below 1 is meaningless; jpw_depth clamps it (post-processing).
         return jpw_depth(m, max(1, int(round(n_noisy))), b), eps_n
 
+    @charges_budget
     def fit(self, X, y):
         epsilon = check_epsilon(self.epsilon)
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
@@ -252,6 +256,7 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
         classes=None,
         random_state=None,
         noise_rng=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.max_depth = max_depth
@@ -261,7 +266,9 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
         self.classes = classes
         self.random_state = random_state
         self.noise_rng = noise_rng
+        self.accountant = accountant
 
+    @charges_budget
     def fit(self, X, y):
         epsilon = check_epsilon(self.epsilon)
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
@@ -385,6 +392,7 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         classes=None,
         random_state=None,
         noise_rng=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.n_trees = n_trees
@@ -393,7 +401,9 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         self.classes = classes
         self.random_state = random_state
         self.noise_rng = noise_rng
+        self.accountant = accountant
 
+    @charges_budget
     def fit(self, X, y):
         try:
             from diffprivlib.models import RandomForestClassifier

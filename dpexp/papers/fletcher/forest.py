@@ -69,6 +69,7 @@ from dpexp.privacy import (
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
 )
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.public import DataDependentDomainWarning, public_classes
 from dpexp.privacy.randomness import estimator_streams
 
@@ -387,6 +388,7 @@ class FletcherForestClassifier(_RandomForestBase):
         classes=None,
         random_state=None,
         noise_rng=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.n_trees = n_trees
@@ -399,7 +401,9 @@ class FletcherForestClassifier(_RandomForestBase):
         self.classes = classes
         self.random_state = random_state
         self.noise_rng = noise_rng
+        self.accountant = accountant
 
+    @charges_budget
     def fit(self, X, y):
         epsilon = check_epsilon(self.epsilon)
         if self.leaf_rule not in LEAF_RULES:

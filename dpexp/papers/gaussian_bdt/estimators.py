@@ -71,6 +71,7 @@ from dpexp.boosting.labels import (
 )
 from dpexp.errors import check_epsilon
 from dpexp.privacy import Accountant, analytic_gaussian_sigma, gaussian_sigma_classic
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.mechanisms import check_delta
 from dpexp.privacy.randomness import estimator_streams
 from dpexp.trees.grower import LeafContext, SplitContext, grow_tree
@@ -183,6 +184,7 @@ class _GaussianBDTBase(BaseEstimator):
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         return eps, delta
 
+    @charges_budget
     def fit(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=True,
@@ -268,7 +270,7 @@ class GaussianBDTRegressor(RegressorMixin, _GaussianBDTBase):
     def __init__(self, *, epsilon=1.0, delta=1e-5, n_trees=10, max_depth=4, learning_rate=0.3,
                  clip=1.0, calibration="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None, noise_rng=None):
+                 label_domain=None, random_state=None, noise_rng=None, accountant=None):
         _init(self, locals())
 
     def _targets(self, y):
@@ -294,7 +296,7 @@ class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
     def __init__(self, *, epsilon=1.0, delta=1e-5, n_trees=10, max_depth=4, learning_rate=0.3,
                  clip=1.0, calibration="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 classes=None, random_state=None, noise_rng=None):
+                 classes=None, random_state=None, noise_rng=None, accountant=None):
         _init(self, locals())
 
     def _targets(self, y):

@@ -106,6 +106,7 @@ from dpexp.papers.inprivate.protocol import (
     tree_contribution,
 )
 from dpexp.privacy import Accountant
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.binning import MAX_BINS
 
@@ -208,6 +209,7 @@ class _InPrivateBase(BaseEstimator):
                 {k: noise[k] for k in range(p, cfg.n_slots, cfg.n_participants)}))
         return nodes, share * (n if n_records is None else n_records)
 
+    @charges_budget
     def fit(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              ensure_all_finite=True)
@@ -372,7 +374,7 @@ class InPrivateClassifier(_ClassifierPart, _InPrivateBase):
                  binning="domain", max_bins=32, leaf_denominator_floor=None, n_jobs=1,
                  schedule="speedup", backend="loky", feature_domain=None,
                  categorical_features=None, n_categories=None, label_domain=None, classes=None,
-                 random_state=None, noise_rng=None):
+                 random_state=None, noise_rng=None, accountant=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
 
@@ -386,7 +388,7 @@ class InPrivateRegressor(_RegressorPart, _InPrivateBase):
                  binning="domain", max_bins=32, leaf_denominator_floor=None, n_jobs=1,
                  schedule="speedup", backend="loky", feature_domain=None,
                  categorical_features=None, n_categories=None, label_domain=None,
-                 random_state=None, noise_rng=None):
+                 random_state=None, noise_rng=None, accountant=None):
         _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
 
 

@@ -195,7 +195,7 @@ class DPRandomForestXGBDPClassifier(_ForestPart, XGBDPEnsembleBase):
     def __init__(self, *, epsilon=1.0, n_trees=5, max_depth=7, max_features="sqrt",
                  reg_lambda=1.0, min_noisy_count="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 classes=None, random_state=None, noise_rng=None):
+                 classes=None, random_state=None, noise_rng=None, accountant=None):
         _common_init(self, locals())
 
 
@@ -217,7 +217,7 @@ class DPAdaBoostXGBDPClassifier(_AdaBoostPart, XGBDPEnsembleBase):
     def __init__(self, *, epsilon=1.0, n_trees=5, max_depth=7, reg_lambda=1.0,
                  min_noisy_count="auto", binning="domain", max_bins=32, feature_domain=None,
                  categorical_features=None, n_categories=None, classes=None,
-                 random_state=None, noise_rng=None):
+                 random_state=None, noise_rng=None, accountant=None):
         _common_init(self, locals())
 
 

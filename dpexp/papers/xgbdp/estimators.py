@@ -109,6 +109,7 @@ from dpexp.boosting.labels import binary_classes
 from dpexp.errors import check_epsilon
 from dpexp.papers.xgbdp import PAPER_NOT_DP  # the manifest states it
 from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.binning import BinMapper, BinnedData
 from dpexp.trees.grower import GrownTree, LeafContext, SplitContext, grow_tree
@@ -378,6 +379,7 @@ class XGBDPEnsembleBase(ClassifierMixin, BaseEstimator):
     def _budget(self) -> float:
         return check_epsilon(self.epsilon, name="epsilon") if self._private else math.inf
 
+    @charges_budget
     def fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=True)
         declared = getattr(self, "classes", None)
@@ -535,7 +537,7 @@ class XGBoostDPClassifier(_BoostingPart, XGBDPEnsembleBase):
                  learning_rate=0.3, reg_lambda=1.0, min_noisy_count="auto",
                  n_selected_features=10, binning="domain", max_bins=32, feature_domain=None,
                  categorical_features=None, n_categories=None, classes=None,
-                 random_state=None, noise_rng=None):
+                 random_state=None, noise_rng=None, accountant=None):
         self.epsilon = epsilon
         self.variant = variant
         self.n_trees = n_trees
@@ -552,6 +554,7 @@ class XGBoostDPClassifier(_BoostingPart, XGBDPEnsembleBase):
         self.classes = classes
         self.random_state = random_state
         self.noise_rng = noise_rng
+        self.accountant = accountant
 
     def _ensemble(self, data, X, y01, streams, acc):
         if self.variant not in VARIANTS:
