@@ -50,6 +50,10 @@ class BenchData:
     meta: dict
 
 
+#: The bench's labels are -1/+1 (declared: the estimators take the label set as public input).
+CLASSES = np.array([-1.0, 1.0])
+
+
 def synthetic_cls(n_rows: int, n_features: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """float32 binary classification data built in chunks (the registry's float64
     make_classification matrix alone would be 3.2 GB at 1M x 400)."""
@@ -114,7 +118,7 @@ def make_estimator(kind: str, n_trees: int, meta: dict):
     from dpexp.papers.dpboost.estimators import DPBoostClassifier, NPGBDTClassifier
 
     common = dict(n_trees=n_trees, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
-                  reg_lambda=0.1, **meta)
+                  reg_lambda=0.1, classes=CLASSES, **meta)
     if kind == "np":
         return NPGBDTClassifier(**common)
     return DPBoostClassifier(epsilon=10.0, trees_per_ensemble=min(50, n_trees), random_state=0,
@@ -140,6 +144,51 @@ def time_lightgbm(data: BenchData, n_trees: int) -> float | None:
     t0 = time.perf_counter()
     lgb.train(params, ds, num_boost_round=n_trees)
     return (time.perf_counter() - t0) / n_trees
+
+
+def _peer_module():
+    """bench/peers/dpboost_original.py (the DPBoost authors' code as a peer), loaded by path."""
+    import importlib.util
+
+    path = Path(__file__).with_name("peers") / "dpboost_original.py"
+    spec = importlib.util.spec_from_file_location("dpboost_original_peer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def original_rows(name: str, data: BenchData, root: Path, repeats: int) -> list[dict]:
+    """DPBoost (ours) vs the authors' original at the paper's settings (square loss, h = 1,
+    lr 0.01, 50 trees in one ensemble, epsilon 1): seconds per tree, binning excluded on
+    both sides, both on every core, the same rows."""
+    peer = _peer_module()
+    n_trees = 50
+    params = {**peer.fork_params("paper", "classification", 1.0, n_trees),
+              "num_threads": os.cpu_count()}
+    python = root / "venv" / "bin" / "python"
+    ours_est = lambda: DPBoost_paper(n_trees, data.meta)  # noqa: E731
+    ours_est().fit(data.X[:2000], data.y[:2000])  # JIT warm-up, untimed
+    ours_t, orig_t = [], []
+    for _ in range(repeats):
+        _, seconds = peer.train_original(root, python, "reg", params, data.X, data.y, data.X[:10])
+        orig_t.append(seconds / n_trees)
+        ours_t.append(float(ours_est().fit(data.X, data.y).diagnostics_["seconds_per_tree"]))
+    ours, orig = float(np.median(ours_t)), float(np.median(orig_t))
+    return [{
+        "benchmark": "gbdt_dpboost_vs_original", "dataset": name, "ours_seconds": ours,
+        "reference": "dpboost_original", "reference_seconds": orig, "ratio": ours / orig,
+        "target_ratio": 0.5,
+        "note": f"{data.X.shape[0]}x{data.X.shape[1]}, paper settings, {n_trees} trees, "
+                f"{os.cpu_count()} cores, median of {repeats}",
+    }]
+
+
+def DPBoost_paper(n_trees: int, meta: dict):  # noqa: N802 - a constructor helper
+    from dpexp.papers.dpboost.estimators import DPBoostClassifier
+
+    return DPBoostClassifier(epsilon=1.0, n_trees=n_trees, trees_per_ensemble=n_trees,
+                             learning_rate=0.01, max_depth=MAX_DEPTH, reg_lambda=0.1,
+                             classes=CLASSES, random_state=0, **meta)
 
 
 def peak_rss_gib() -> float:
@@ -225,6 +274,9 @@ def main() -> None:
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--child", choices=["np", "dpboost"])
+    ap.add_argument("--original", type=Path, default=os.environ.get("DPBOOST_ORIGINAL"),
+                    help="builds of the DPBoost authors' code (bench/peers/dpboost_original.py): "
+                         "adds DPBoost vs the original rows (target <= 0.5x)")
     a = ap.parse_args()
     if a.child:
         child_memory(a.rows, a.trees, a.child)
@@ -240,6 +292,8 @@ def main() -> None:
         n_trees = a.synthetic_trees if name == "synthetic_cls" else a.trees
         repeats = 1 if name == "synthetic_cls" and not a.quick else a.repeats
         new = speed_rows(label, data, n_trees, repeats)
+        if a.original and name in ("adult", "cod-rna"):
+            new += original_rows(label, data, Path(a.original), a.repeats)
         print_table(new)
         rows += new
         del data, loaded

@@ -257,7 +257,12 @@ class _DPBoostMixin:
             # its ensemble when glc_per_ensemble, else t; only mode "dpboost" clips)
             t_glc = t if t_glc is None or not self.glc_per_ensemble else t_glc
             gradients(F, y, self.loss, out=stats[:, 0])
-            keep = rows[gdf_mask(stats[rows, 0], g_star)] if bool(self.gdf) else rows
+            if bool(self.gdf):
+                keep = rows[gdf_mask(stats[rows, 0], g_star)]
+            else:  # no filter: clip instead, so |g| <= g* as the split and leaf
+                # sensitivities assume (Lemma 1, Corollary 2); unclipped it would not be DP
+                keep = rows
+                np.clip(stats[:, 0], -g_star, g_star, out=stats[:, 0])
             offered.append(rows.size)
             used.append(keep.size)
             leaf = LaplaceLeaf(
@@ -418,7 +423,8 @@ class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
     Parameters follow Section 4: ``learning_rate=0.01``, ``max_depth=6``,
     ``reg_lambda=0.1`` (must be > 0), ``g_star=1`` (GDF threshold g*_l of the square
     loss), ``n_trees=50``, ``trees_per_ensemble=50``. ``gdf``/``glc`` switch GDF and GLC
-    (GLC applies to ``mode="dpboost"`` only). ``glc_per_ensemble=True`` restarts GLC's
+    (GLC applies to ``mode="dpboost"`` only; ``gdf=False`` clips the gradients to
+    ``[-g*, g*]`` instead of filtering, which keeps the sensitivities valid). ``glc_per_ensemble=True`` restarts GLC's
     decay ``g*(1-eta)^(t-1)`` with every ensemble (t = the tree's position in it): Section
     3.2 says the ensemble of ensembles "address[es] the side effect of geometric leaf
     clipping ... too tight restriction as the iteration grows", and Fig. 3's error keeps
