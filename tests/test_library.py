@@ -335,3 +335,14 @@ def test_estimator_docs_examples_run_and_charge_the_budget(family):
     spent = ns["budget"].total_spent[0]  # what the fit spent: XGBoost-DP may stop early
     assert 0.5 < spent <= 1.0 + 1e-9
     assert len(ns["budget"].fits) == 1
+
+
+def test_gridsearch_with_process_workers_fails_instead_of_losing_spends():
+    b = BudgetAccountant()
+    X, y = _data()
+    grid = GridSearchCV(_forest(b), {"n_trees": [3, 5]}, cv=2, n_jobs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="fits failed"):  # every worker fit refused
+            grid.fit(X, y)
+    assert b.fits == []
