@@ -46,25 +46,13 @@ def cell_files(results_dir: Path, experiment: str, scale: str) -> list[Path]:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; results are meant to be shared
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically (temporary file, fsync, rename)."""
+    atomic_write_bytes(path, text.encode())
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """:func:`atomic_write_text` for bytes (e.g. a gzip-compressed table)."""
+    """Write ``data`` to ``path`` atomically: a temporary file in the same directory,
+    flushed and fsynced, then renamed over ``path`` (``os.replace`` is atomic on POSIX)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
