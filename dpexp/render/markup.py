@@ -36,7 +36,8 @@ def md_escape(text: object) -> str:
     """``text`` as literal Markdown (no emphasis, links, code or cell breaks), one line."""
     out = _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
     # At the start of a block, "- x", "1. x" or "= x" would open a list or a heading.
-    return re.sub(r"^(\d*)([-=.)])", r"\1\\\2", out)
+    # Only a marker followed by a space (or nothing) does: "0.25" and "-0.5" stay as they are.
+    return re.sub(r"^(\d*)([-=.)])(?=\s|$)", r"\1\\\2", out)
 
 
 def md_code(text: object) -> str:
