@@ -137,12 +137,24 @@ def _check_scale(scale: str) -> None:
 
 
 def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
-    """Per scale: cells of the spec's grid (seed 0) and cached cells (all seeds, overrides)."""
-    from dpexp.experiments.cache import cell_files
+    """Per scale: cells of the spec's grid (seed 0), how many of them are done, and every
+    done cell (all seeds and overrides), from the cache and the committed results alike
+    (the same source as ``results``/``render``/``report``)."""
     from dpexp.experiments.cells import expand
+    from dpexp.experiments.results import cached_keys
 
-    return {sc: {"grid": len(expand(spec.at_scale(sc), sc)), "cached": len(cell_files(rdir, spec.id, sc))}
-            for sc in ("smoke", "paper")}
+    out = {}
+    for sc in ("smoke", "paper"):
+        grid = {c.key for c in expand(spec.at_scale(sc), sc)}
+        done = cached_keys(spec, sc, rdir)
+        out[sc] = {"grid": len(grid), "grid_cached": len(grid & done), "cached": len(done)}
+    return out
+
+
+def _done(c: dict[str, int]) -> str:
+    """``grid cells done/grid``, and ``+N`` cells outside the grid (other seeds, overrides)."""
+    extra = c["cached"] - c["grid_cached"]
+    return f"{c['grid_cached']}/{c['grid']}" + (f" +{extra}" if extra else "")
 
 
 @app.command("list")
@@ -171,12 +183,12 @@ def list_experiments(
         return
     # Narrow columns (counts, not lists) so the table reads at 80 columns; `dpexp show
     # EXP` has the datasets and algorithms.
-    t = Table("experiment", "artefact", "data x algos", "cached smoke / paper", box=None, pad_edge=False)
+    t = Table("experiment", "artefact", "data x algos", "done smoke / paper", box=None, pad_edge=False)
     for r in rows:
         name = r["id"] + (f" ({', '.join(r['aliases'])})" if r["aliases"] else "")
         c = r["cells"]
         t.add_row(escape(name), escape(r["artefact"]), f"{len(r['datasets'])} x {len(r['algorithms'])}",
-                  f"{c['smoke']['cached']}/{c['smoke']['grid']} / {c['paper']['cached']}/{c['paper']['grid']}")
+                  f"{_done(c['smoke'])} / {_done(c['paper'])}")
     out.print(t)
     for stem, msg in broken.items():
         err.print(f"[yellow]broken spec[/] {escape(stem)}: {escape(msg)}", highlight=False)

@@ -144,6 +144,17 @@ def with_param_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([base, pd.DataFrame(cols, index=base.index)], axis=1)
 
 
+def cached_keys(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
+    """Keys of every finished cell of ``spec.id`` at ``scale``: the cache's and the
+    committed table's (what :func:`cached_results` reads)."""
+    from dpexp.experiments.committed import committed_payloads
+
+    if (spec.raw.get("scales") or {}).get(scale):
+        spec = spec.at_scale(scale)
+    keys = {p["key"] for p in read_cells(results_dir, spec.id, scale) if "key" in p}
+    return keys | {p["key"] for p in committed_payloads(spec, scale, results_dir)}
+
+
 def _grid_missing(
     spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...], have: set[str]
 ) -> list[Cell]:
