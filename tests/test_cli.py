@@ -131,3 +131,45 @@ def test_list_show_and_datasets_commands():
     assert dl.exit_code == 0 and "sha256 ok" in dl.output
     assert invoke("validate").exit_code == 0
     assert invoke("algorithms", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "quickstart", "--jobs", "0"], "must be >= 1 or -1, got 0"),
+        (["run", "quickstart", "--seed", "-1"], "Invalid value for '--seed'"),
+        (["run", "quickstart", "--backend", "mpi"], "Unknown backend 'mpi'; use one of loky, threading, dask"),
+        (["plan", "quickstart", "--jobs", "0"], "Invalid value for '--jobs'"),
+        (["results", "quickstart", "--format", "xml"], "Unknown format 'xml'; use one of csv, json"),
+        (["report", "--scale", "big"], "Unknown scale 'big'"),
+        (["render", "quickstart", "--seed", "-2"], "Invalid value for '--seed'"),
+        (["run", "--no-such-option"], "No such option: --no-such-option"),
+        (["no-such-command"], "No such command 'no-such-command'"),
+    ],
+)
+def test_typer_validation_errors_are_one_line(args, needle, tmp_path):
+    """Values typer checks itself fail as one ``error:`` line (exit 2), like library errors,
+    before anything runs or is written."""
+    res = invoke(*args, *(["--results-dir", tmp_path / "r"] if args[0] in ("run", "plan", "results", "report") else []))
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], res.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_no_arguments_prints_the_help():
+    res = invoke()
+    assert res.exit_code == 2 and "Usage:" in res.output and "error" not in res.output
+    sub = invoke("datasets")
+    assert sub.exit_code == 2 and "download" in sub.output and "error" not in sub.output
+
+
+def test_python_dash_m_runs_the_same_app():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "dpexp.cli", "--version"], capture_output=True, text=True,
+                         timeout=300)
+    import dpexp
+
+    assert res.returncode == 0 and res.stdout.strip() == f"dpexp {dpexp.__version__}"

@@ -3,6 +3,7 @@ at paper scale only; not-DP rows in a caveat box; spec text shown literally."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -11,10 +12,16 @@ from test_render_partial import cache_cells
 from typer.testing import CliRunner
 
 from dpexp.cli import app
+from dpexp.experiments.cells import expand
 from dpexp.experiments.spec import resolve
 from dpexp.render.claims import NOT_EVALUATED_SMOKE, check_claim, check_claims
 from dpexp.render.render import render_experiment, render_frame
-from dpexp.render.report import write_report
+from dpexp.render.report import SUMMARY_FIELDS, write_report
+
+
+def _row(text: str, exp: str) -> str:
+    """The verdict table's line of experiment ``exp`` in REPORT.md."""
+    return next(x for x in text.splitlines() if x.startswith("| [") and f"](#{exp})" in x)
 
 
 def test_report_from_cache(tmp_path):
@@ -23,20 +30,31 @@ def test_report_from_cache(tmp_path):
     res = runner.invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)])
     assert res.exit_code == 0, res.output
     text = (r / "REPORT.md").read_text()
-    assert "| quickstart |" in text and "not run" in text  # nothing cached yet: says so
+    # nothing cached yet: says so, with the cells a paper-scale run would compute
+    assert re.match(r"\| \[Quick start \(quickstart\)\]\(#quickstart\) \| not run \| 0 / \d+ \|",
+                    _row(text, "quickstart"))
     assert runner.invoke(app, ["run", "quickstart", "--results-dir", str(r), "--figures-dir", str(f),
                                "--no-render"]).exit_code == 0
     res = runner.invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)])
     assert res.exit_code == 0, res.output
     text = (r / "REPORT.md").read_text()
-    # A smoke run is a pipeline check: its claim is "not evaluated (smoke)", never "1/1"
-    # passed (this line used to read "... | 15/15 | — | 1/1 |", issue 17 item 4).
-    line = next(x for x in text.splitlines() if x.startswith("| quickstart |"))
-    assert line.startswith("| quickstart | fletcher-islam-2017 | Quick start | smoke | ")
-    assert "| not evaluated (smoke) |" in line and "1/1" not in line
+    # A smoke run is a pipeline check: its claim is "not evaluated (smoke)", never passed
+    # (this line used to read "... | 15/15 | — | 1/1 |", issue 17 item 4).
+    cells = [c.strip() for c in _row(text, "quickstart").split("|")[1:-1]]
+    n = len(expand(resolve("quickstart").at_scale("smoke"), "smoke", 0))
+    assert cells[1:4] == ["smoke — not the paper's setting", f"{n} / {n}", "0"]
+    assert cells[7:10] == ["0", "0", "1"]  # pass, fail, not evaluated
     html = (r / "report.html").read_text()
     assert "data:image/png;base64," in html  # self-contained
-    assert "git revision" in text and "cores" in text
+    # the verdict table opens the report; the environment is an appendix at the end
+    assert text.index("## Verdicts") < text.index('<a id="quickstart">') < text.index("## Appendix: environment")
+    assert text.index("git revision") > text.index("## Appendix: environment") and "cores" in text
+    assert html.index('class="verdicts"') < html.index('id="quickstart"') < html.index("Appendix: environment")
+    assert '<a href="#quickstart">Quick start (quickstart)</a>' in html
+    rows = {x["artefact"]: x for x in json.loads((r / "summary.json").read_text())}
+    assert list(rows["quickstart"]) == list(SUMMARY_FIELDS)
+    assert rows["quickstart"]["cells_done"] == rows["quickstart"]["cells_total"] == n
+    assert rows["quickstart"]["claims_not_evaluated"] == 1 and rows["quickstart"]["claims_pass"] == 0
 
 
 def _agg(rows):
@@ -110,9 +128,9 @@ def test_smoke_report_evaluates_no_claim_and_boxes_not_dp_rows(tmp_path):
                 means=FIG11_MEANS, not_dp=("Ours (2017 smooth sensitivity)",))
     md_path, html_path = write_report(r, f, "smoke")
     text = md_path.read_text()
-    line = next(x for x in text.splitlines() if x.startswith("| fletcher-fig11 |"))
-    assert "| not evaluated (smoke) |" in line and "3/3" not in line
-    assert "| not compared (smoke) |" in line  # paper values: shown, no verdict
+    cells = [c.strip() for c in _row(text, "fletcher-fig11").split("|")[1:-1]]
+    assert cells[4:7] == ["not compared"] * 3  # paper values: shown, no verdict
+    assert cells[7:10] == ["0", "0", "3"]  # no claim passes or fails at smoke scale
     assert "✓" not in text and "✗" not in text
     section = text[text.index("### Figure 11"):]
     assert section.startswith("### Figure 11 — `fletcher-fig11` (smoke — not the paper's setting)")
@@ -158,5 +176,108 @@ def test_spec_text_is_literal_in_markdown_and_html(tmp_path):
     text, html = md_path.read_text(), html_path.read_text()
     assert "g\\*\\_l = 1" in text  # escaped in the Markdown (dpboost-fig2's notes)
     assert "g*_l = 1" in html and "3 g*^2" in html
-    # the only italics are the report's own ("*paper*", "*Notes:*")
-    assert set(re.findall(r"<em>(.*?)</em>", html)) <= {"paper", "Notes:"}
+    # the only italics are the report's own (the intro's words and "*Notes:*")
+    assert set(re.findall(r"<em>(.*?)</em>", html)) <= {"paper", "reproduced", "explained",
+                                                        "unexplained", "Notes:"}
+
+
+def _html_row(html: str, exp: str) -> list[tuple[str, str]]:
+    """(class, text) of each cell of the HTML verdict table's row of ``exp``."""
+    row = re.search(rf'<tr><td><a href="#{exp}">.*?</tr>', html).group(0)
+    return [(m[0], re.sub(r"<[^>]+>", "", m[1])) for m in re.findall(r'<td(?: class="([^"]*)")?>(.*?)</td>', row)]
+
+
+def test_paper_scale_verdicts_agree_in_table_html_and_summary(tmp_path):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    # Ours 0.9 and FS 0.55 are within 0.03 of the printed 0.906 and 0.553; JPW 0.6 is
+    # 0.063 above the printed 0.537 and its spread (±0.01) does not reach it.
+    cache_cells(r, "fletcher-fig11", datasets=["synthA"], scale="paper", metric="accuracy",
+                means=FIG11_MEANS, not_dp=("Ours (2017 smooth sensitivity)",))
+    md_path, html_path = write_report(r, f, "paper")
+    text, html = md_path.read_text(), html_path.read_text()
+    row = {x["artefact"]: x for x in json.loads((r / "summary.json").read_text())}["fletcher-fig11"]
+    assert row["scale"] == "paper" and row["paper"] == "fletcher-islam-2017-with-2021-addendum"
+    assert row["title"].endswith("Differentially Private Random Decision Forests using Smooth Sensitivity")
+    assert (row["values_reproduced"], row["values_explained"], row["values_unexplained"]) == (2, 0, 1)
+    assert row["values_total"] == 42 and row["claims_pass"] == 3 and row["claims_fail"] == 0
+    # the Markdown and the HTML verdict tables say the same, in colour in the HTML
+    md_cells = [c.strip() for c in _row(text, "fletcher-fig11").split("|")[1:-1]]
+    html_cells = _html_row(html, "fletcher-fig11")
+    assert html_cells[0][1] == "Figure 11 (fletcher-fig11)" and md_cells[0] == f"[{html_cells[0][1]}](#fletcher-fig11)"
+    assert [t for _, t in html_cells[1:]] == [c.replace("\\", "") for c in md_cells[1:]]
+    assert md_cells[2] == f"{row['cells_done']} / {row['cells_total']}"
+    assert html_cells[4] == ("v-good n", "2") and html_cells[5] == ("n", "0") and html_cells[6] == ("v-bad n", "1")
+    assert html_cells[7] == ("v-good n", "3")
+    # the section: per-value verdicts with our interval, the Wilcoxon tests, the command
+    section = text[text.index('<a id="fletcher-fig11">'):text.index('<a id="fletcher-fig12">')]
+    jpw = next(x for x in section.splitlines() if x.startswith("| synthA | JPW |"))
+    assert re.search(r"\| 0\.6\d* ± [\d.e-]+ \| \d+ \| \[0\.5\d+, 0\.6\d+\] \| 0\.537 \| \+0\.06\d* \| unexplained \|", jpw)
+    assert "Wilcoxon signed-rank tests of **Ours (2017 smooth sensitivity)**" in section
+    assert "`dpexp run fletcher-fig11 --scale paper` then `dpexp render fletcher-fig11 --scale paper`" in section
+    assert '<td class="v-bad">unexplained</td>' in html and '<td class="v-good">reproduced</td>' in html
+
+
+def _section_with(comparison: pd.DataFrame, explained: str | None = None):
+    import copy
+
+    from dpexp.render.report import Section
+
+    spec = copy.deepcopy(resolve("fletcher-fig11"))
+    if explained:
+        spec.paper_values["values"][0]["explained"] = explained
+    return Section(spec, "paper", comparison=comparison)
+
+
+def test_value_verdicts_with_and_without_the_value_verdict_column():
+    from dpexp.render.report import _comparison_md, value_counts
+
+    base = {"dataset": "synthA", "display": "JPW", "epsilon": 1.0, "metric": "accuracy",
+            "step": math.nan, "mean": 0.6, "std": 0.01, "n": 100, "paper_value": 0.537,
+            "paper_std": math.nan, "diff": 0.063, "paper_entry": 0, "verdict": "✗"}
+    old = pd.DataFrame([{**base, "within_tolerance": False},
+                        {**base, "within_tolerance": True, "paper_entry": 1, "verdict": "✓"}])
+    # before the aggregation gives value_verdict: tolerance, then the spec's explained text
+    assert value_counts(_section_with(old)) == {"values_reproduced": 1, "values_explained": 0,
+                                                "values_unexplained": 1}
+    sec = _section_with(old, explained="JPW's extra depth (see the ablation)")
+    assert value_counts(sec)["values_explained"] == 1
+    md = _comparison_md(sec)
+    assert "| explained (note 1) |" in md and "*Note 1:* JPW's extra depth (see the ablation)" in md
+    # with the column: it decides (here against the tolerance column), None is not counted
+    new = old.assign(value_verdict=["explained", None], explanation=["because", ""],
+                     ci_low=[0.598, 0.598], ci_high=[0.602, 0.602])
+    assert value_counts(_section_with(new)) == {"values_reproduced": 0, "values_explained": 1,
+                                                "values_unexplained": 0}
+    md = _comparison_md(_section_with(new))
+    assert "| [0.598, 0.602] |" in md and "*Note 1:* because" in md
+    assert md.count("explained (note") == 1
+
+
+def test_cells_total_counts_the_datasets_that_can_be_had(tmp_path, monkeypatch):
+    import dpexp.experiments.plan as plan
+
+    r, f = tmp_path / "results", tmp_path / "figures"
+    cache_cells(r, "dpboost-fig2", datasets=["adult"], epsilons=[1])
+    monkeypatch.setattr(plan, "dataset_available", lambda name: name != "abalone")
+    write_report(r, f, "smoke")
+    row = {x["artefact"]: x for x in json.loads((r / "summary-smoke.json").read_text())}["dpboost-fig2"]
+    spec = resolve("dpboost-fig2").at_scale("smoke")
+    grid = expand(spec, "smoke", 0)
+    on_adult = sum(c.dataset.name == "adult" for c in grid)
+    assert row["datasets_unavailable"] == ["abalone"]
+    assert row["cells_total"] == on_adult and 0 < row["cells_done"] < on_adult
+    not_run = {x["artefact"]: x for x in json.loads((r / "summary-smoke.json").read_text())}["dpboost-fig3"]
+    assert not_run["scale"] is None and not_run["cells_done"] == 0
+
+
+def test_a_broken_spec_is_reported_not_fatal(tmp_path):
+    import copy
+    from dataclasses import replace
+
+    from dpexp.render.report import build_section, verdict_cells, verdict_row
+
+    spec = copy.deepcopy(resolve("fletcher-table5"))
+    spec.algorithms = [replace(spec.algorithms[0], procedure="no_such_procedure")]
+    sec = build_section(spec, tmp_path / "results", tmp_path / "figures", None)
+    assert "no_such_procedure" in sec.problem and sec.scale is None
+    assert verdict_cells(verdict_row(sec))[1].text == "spec error"

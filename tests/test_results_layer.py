@@ -192,7 +192,11 @@ def test_cell_columns_are_the_cell_key():
     from dpexp.experiments.spec import resolve
 
     cell = expand(resolve("fig2").at_scale("smoke"), "smoke", 0)[0]
-    assert set(json.loads(cell.key)) == set(CELL_COLUMNS)
+    assert set(json.loads(cell.seed_key)) == set(CELL_COLUMNS)
+    # the cache identity adds the dataset's registry fingerprint (a RESULT column)
+    assert set(json.loads(cell.key)) == set(CELL_COLUMNS) | {"data"}
+    assert json.loads(cell.key)["data"] == cell.data_version != ""
+    assert "data_version" in RESULT_COLUMNS
     assert [c for c in RESULT_COLUMNS if c in CELL_COLUMNS] == CELL_COLUMNS
     assert set(REPLICATE_COLUMNS) | set(RUN_COLUMNS) <= set(CELL_COLUMNS)
     assert not any(c.startswith(PARAM_PREFIX) for c in RESULT_COLUMNS)
@@ -481,3 +485,29 @@ def test_formula_procedures_load_no_data(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     table = pd.read_csv(tmp_path / "fletcher-table2" / "results-smoke.csv")
     assert table["n_train"].isna().all() and not table["private"].any()
+
+
+def test_a_changed_dataset_entry_invalidates_its_cells_but_not_their_seeds(tmp_path):
+    """A cell cached under one version of a dataset's registry entry (say, a synthetic
+    generator's class_sep) is not reused once the entry changes; the random streams are
+    the same (the seed key has no data version), so unchanged data give the same numbers."""
+    import dataclasses
+
+    from dpexp.datasets.registry import load_registry
+    from dpexp.experiments.cells import expand
+    from dpexp.experiments.committed import row_key
+    from dpexp.experiments.spec import resolve
+
+    info = load_registry()["synthA"]
+    changed = dataclasses.replace(info, options={**info.options, "class_sep": 9.0})
+    assert changed.data_version != info.data_version
+    assert dataclasses.replace(info, description="other words").data_version == info.data_version
+
+    cell = expand(resolve("fletcher-fig11").at_scale("smoke"), "smoke", 0)[0]
+    moved = dataclasses.replace(cell, data_version=changed.data_version)
+    assert moved.key != cell.key and moved.digest != cell.digest
+    assert moved.seed_key == cell.seed_key
+    row = {**cell.to_dict(), "dataset": cell.dataset.key, "params": json.dumps(cell.params),
+           "epsilon": cell.epsilon}
+    assert row_key(row) == cell.key
+    assert row_key({**row, "data_version": ""}) == cell.seed_key  # a legacy row

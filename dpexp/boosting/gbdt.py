@@ -33,6 +33,16 @@ NOT_DP_REASONS = {
     "label_domain": "label domain taken from the private labels (label_domain not given)",
     "feature_domain": "candidate splits from the private feature range (feature_domain not given)",
     "quantile": "candidate splits from quantiles of the private data (binning='quantile')",
+    # the behaviours of the authors' DPBoost code beyond the paper's text (ablation options
+    # of dpexp.papers.dpboost.estimators; Li et al. 2020 Section 4 states h = 1)
+    "exact_hessian": "logistic loss with exact hessians p(1-p) while the split and leaf "
+                     "sensitivities (Lemmas 1-2) assume h = 1 (objective='authors')",
+    "exact_growth": "tree shape from exact gains of the private data: a node stops when no "
+                    "candidate beats its parent, candidates with a child under "
+                    "min_child_samples rows are dropped, num_leaves kept by exact gain "
+                    "(exact_growth=True)",
+    "mean_init": "initial score from the exact mean of the private labels "
+                 "(init_score='mean', or 'authors' for regression)",
 }
 
 
@@ -64,11 +74,16 @@ def check_reg_lambda(reg_lambda) -> float:
 
 
 def not_dp_reasons(*, classes: bool = False, label_domain: bool = False,
-                   feature_domain: bool = False, quantile: bool = False) -> list[str]:
+                   feature_domain: bool = False, quantile: bool = False,
+                   exact_hessian: bool = False, exact_growth: bool = False,
+                   mean_init: bool = False) -> list[str]:
     """Reasons (for :meth:`Accountant.mark_not_dp`) a fit that read the flagged public
-    input from the private data is not DP, whatever its spends add up to."""
+    input from the private data, or used a flagged non-private step, is not DP, whatever
+    its spends add up to."""
     flags = {"classes": classes, "label_domain": label_domain,
-             "feature_domain": feature_domain, "quantile": quantile}
+             "feature_domain": feature_domain, "quantile": quantile,
+             "exact_hessian": exact_hessian, "exact_growth": exact_growth,
+             "mean_init": mean_init}
     return [NOT_DP_REASONS[k] for k, on in flags.items() if on]
 
 
@@ -185,21 +200,24 @@ def prepare_predict_matrix(X):
     return np.ascontiguousarray(X)
 
 
-def raw_predict(trees: list[ArrayTree], learning_rate: float, X) -> np.ndarray:
-    """``F(x) = sum_t learning_rate * V_t(x)`` (initial score 0, Section 3.1 GDF)."""
+def raw_predict(trees: list[ArrayTree], learning_rate: float, X, init: float = 0.0
+                ) -> np.ndarray:
+    """``F(x) = init + sum_t learning_rate * V_t(x)`` (the paper's initial score is 0:
+    Section 3.1 bounds g*_l at F = 0)."""
     X = prepare_predict_matrix(X)
-    out = np.zeros(X.shape[0])
+    out = np.full(X.shape[0], float(init))
     for t in trees:
         out += learning_rate * t.value[apply_tree(t, X), 0]
     return out
 
 
-def staged_raw_predict(trees: list[ArrayTree], learning_rate: float, X) -> Iterator[np.ndarray]:
+def staged_raw_predict(trees: list[ArrayTree], learning_rate: float, X, init: float = 0.0
+                       ) -> Iterator[np.ndarray]:
     """``F`` after each tree, computed incrementally and yielded one array at a time
     (a generator: 5000 trees never hold more than the current scores; each yielded array
     is new, so a consumer may keep it)."""
     X = prepare_predict_matrix(X)
-    out = np.zeros(X.shape[0])
+    out = np.full(X.shape[0], float(init))
     for t in trees:
         out = out + learning_rate * t.value[apply_tree(t, X), 0]
         yield out

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,21 @@ class DatasetInfo:
     @property
     def downloadable(self) -> bool:
         return bool(self.files) and self.local_only is None
+
+    @property
+    def data_version(self) -> str:
+        """A short fingerprint of everything in this entry that shapes the rows a cell sees
+        and their public domain: task, parser and its options (a generator's settings, the
+        categories), the files' checksums, declared classes and domains. Descriptions and
+        paper references are left out. Part of every cell's cache identity, so a changed
+        generator or domain never reuses results computed under the old one."""
+        shape = {
+            "task": self.task, "parser": self.parser, "options": self.options,
+            "files": [f.sha256 for f in self.files], "classes": self.classes,
+            "feature_domain": self.feature_domain, "label_domain": self.label_domain,
+        }
+        text = json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def domain_declaration(self) -> dict[str, str]:
         """What the registry declares about the public domain, before any file is read."""
@@ -219,12 +237,22 @@ def _check_label_domain(spec: Any, task: str, where: str) -> None:
 
 
 def load_registry(path: Path | None = None) -> dict[str, DatasetInfo]:
-    path = path or datasets_yaml()
+    path = Path(path or datasets_yaml())
     try:
-        raw = yaml.safe_load(path.read_text())
+        stat = path.stat()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the dataset registry: {exc.strerror}") from None
+    # Parsed once per file version (path, mtime, size): a report asks hundreds of times.
+    return dict(_parsed_registry(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_registry(path: str, mtime_ns: int, size: int) -> dict[str, DatasetInfo]:  # noqa: ARG001
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    return parse_registry(raw, source=str(path.name))
+    return parse_registry(raw, source=Path(path).name)
 
 
 def all_datasets() -> dict[str, DatasetInfo]:

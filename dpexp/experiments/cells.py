@@ -53,23 +53,39 @@ class Cell:
     repeat: int
     n_folds: int
     seed: int = 0
+    #: Fingerprint of the dataset's registry entry (:attr:`DatasetInfo.data_version`).
+    data_version: str = ""
+
+    def _named(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "scale": self.scale,
+            "dataset": self.dataset.key,
+            "algorithm": self.algorithm or f"procedure:{self.procedure}",
+            "label": self.label,
+            "params": self.params,
+            "epsilon": format_epsilon(self.epsilon),
+            "fold": self.fold,
+            "repeat": self.repeat,
+            "seed": self.seed,
+        }
+
+    @property
+    def seed_key(self) -> str:
+        """What the cell's random streams derive from: everything that names the cell but
+        the data version (so a cache entry of unchanged data keeps its numbers when a
+        fingerprint is added or recomputed)."""
+        return canonical_json(self._named())
 
     @property
     def key(self) -> str:
-        return canonical_json(
-            {
-                "experiment": self.experiment,
-                "scale": self.scale,
-                "dataset": self.dataset.key,
-                "algorithm": self.algorithm or f"procedure:{self.procedure}",
-                "label": self.label,
-                "params": self.params,
-                "epsilon": format_epsilon(self.epsilon),
-                "fold": self.fold,
-                "repeat": self.repeat,
-                "seed": self.seed,
-            }
-        )
+        """The cell's identity in the cache and the committed tables: the seed key's fields
+        plus the data version, so results computed on other data (a changed generator,
+        domain or file) are never reused."""
+        named = self._named()
+        if self.data_version:
+            named["data"] = self.data_version
+        return canonical_json(named)
 
     @property
     def digest(self) -> str:
@@ -82,7 +98,7 @@ class Cell:
             "dataset_label": self.dataset.display, "label": self.label,
             "algorithm": self.algorithm, "procedure": self.procedure, "params": self.params,
             "epsilon": format_epsilon(self.epsilon), "fold": self.fold, "repeat": self.repeat,
-            "n_folds": self.n_folds, "seed": self.seed,
+            "n_folds": self.n_folds, "seed": self.seed, "data_version": self.data_version,
         }
 
 
@@ -107,11 +123,21 @@ def uses_epsilon(algo: AlgorithmRef) -> bool:
     return procedure_flags(get_procedure(algo.procedure)).uses_epsilon
 
 
+def dataset_version(name: str) -> str:
+    """The registry fingerprint of dataset ``name`` ("" for a name the registry lacks:
+    such a spec fails validation before any cell runs)."""
+    from dpexp.datasets.registry import load_registry
+
+    info = load_registry().get(name)
+    return info.data_version if info is not None else ""
+
+
 def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
     """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``."""
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
     cells = []
     for ds in spec.datasets:
+        version = dataset_version(ds.name)
         for algo in spec.algorithms:
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
             for params in grid_points(algo):
@@ -124,6 +150,7 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
                                     label=algo.label, algorithm=algo.name,
                                     procedure=algo.procedure, params=params, epsilon=eps,
                                     fold=fold, repeat=rep, n_folds=n_folds, seed=seed,
+                                    data_version=version,
                                 )
                             )
     return cells

@@ -32,7 +32,8 @@ __all__ = [
 ]
 
 #: Text columns whose empty value is "" (not missing).
-_TEXT_COLUMNS = ("not_dp_reason", "domain_source", "label", "git_revision", "dpexp_version")
+_TEXT_COLUMNS = ("not_dp_reason", "domain_source", "label", "git_revision", "dpexp_version",
+                 "data_version")
 #: Scales whose union table is compressed (and meant to be committed).
 COMPRESSED_SCALES = ("paper",)
 
@@ -64,13 +65,17 @@ def write_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: 
 def _key(values: dict[str, Any]) -> str:
     """The cell key (same canonical JSON as :attr:`Cell.key`) of a result row."""
     eps = float(values["epsilon"])
-    return canonical_json({
+    named = {
         "experiment": values["experiment"], "scale": values["scale"],
         "dataset": values["dataset"], "algorithm": values["algorithm"],
         "label": values["label"], "params": json.loads(values["params"]),
         "epsilon": format_epsilon(eps), "fold": int(values["fold"]),
         "repeat": int(values["repeat"]), "seed": int(values["seed"]),
-    })
+    }
+    version = values.get("data_version")
+    if isinstance(version, str) and version:
+        named["data"] = version
+    return canonical_json(named)
 
 
 def row_key(row: dict[str, Any]) -> str:
@@ -87,12 +92,13 @@ def _clean(value: Any) -> Any:
 
 def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
     """Committed rows grouped by cell key."""
-    frame = pd.read_csv(path, keep_default_na=True)
+    # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
+    frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object})
     if frame.empty:
         return {}
     for col in _TEXT_COLUMNS:  # CSV writes "" as an empty field, read back as NaN
         if col in frame.columns:
-            frame[col] = frame[col].fillna("")
+            frame[col] = frame[col].astype(object).fillna("")
     missing = [c for c in CELL_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: not a dpexp results table (no column(s) {missing})")

@@ -3,7 +3,7 @@
 Each worker loads the dataset itself (from the local cache or mirror; nothing large is
 shipped per task), fits, evaluates, checks the privacy spend against the promised
 epsilon, and writes the cell's rows atomically before returning. Seeds come from
-``seed_sequence(cell.seed, cell.key)`` (the run seed is part of the cell and its key), so
+``seed_sequence(cell.seed, cell.seed_key)`` (the run seed is part of the cell and its key), so
 results do not depend on ``--jobs``, on the backend, or on which cells were already cached.
 Before timing, each worker fits every (algorithm, dataset) once untimed (``_warm_up``), so
 ``fit_seconds`` excludes numba's compilation.
@@ -379,7 +379,7 @@ def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, 
             "epsilon": cell.epsilon, "epsilon_spent": out.epsilon_spent,
             "delta_spent": out.delta_spent, "private": out.private,
             "not_dp_reason": out.not_dp_reason, "domain_source": domain_source,
-            "fold": cell.fold, "repeat": cell.repeat, "seed": cell.seed, "metric": metric,
+            "data_version": cell.data_version, "fold": cell.fold, "repeat": cell.repeat, "seed": cell.seed, "metric": metric,
             "metric_kind": DIAGNOSTIC if metric in out.diagnostics else METRIC,
             "step": step, "value": value, "fit_seconds": out.fit_seconds,
             "n_train": data.n_train, "n_test": data.n_test, **provenance, "timestamp": stamp,
@@ -393,12 +393,12 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
 
     Steps: load and split the data, fit (or run the procedure) and evaluate, turn the
     outcome into result rows, write them atomically. Randomness derives from
-    ``seed_sequence(cell.seed, cell.key)`` only.
+    ``seed_sequence(cell.seed, cell.seed_key)`` only.
     """
     from dpexp.experiments.procedures import get_procedure
 
     started = time.perf_counter()
-    ss = seed_sequence(cell.seed, cell.key)
+    ss = seed_sequence(cell.seed, cell.seed_key)
     proc = get_procedure(cell.procedure) if cell.procedure else None
     data = _load_split(cell, spec, cfg, proc)
     out = (_run_procedure(cell, proc, data, ss) if proc is not None

@@ -8,13 +8,15 @@ from collections.abc import Iterable
 RESULT_COLUMNS = [
     "experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
     "epsilon_spent", "delta_spent", "private", "not_dp_reason", "domain_source",
-    "fold", "repeat", "seed", "metric", "metric_kind", "step", "value",
+    "data_version", "fold", "repeat", "seed", "metric", "metric_kind", "step", "value",
     "fit_seconds", "n_train", "n_test", "dpexp_version", "git_revision", "timestamp",
 ]
 
 #: Columns that identify one cell (one fit): the fields of its cache key
 #: (:attr:`dpexp.experiments.cells.Cell.key`), in ``RESULT_COLUMNS`` order. ``params`` (the
 #: canonical JSON) is the cell's exact identity; the ``p_<name>`` columns only spell it out.
+#: The key also holds ``data_version`` (the dataset's registry fingerprint), left out here
+#: because it is a function of ``dataset`` within one run and one registry.
 CELL_COLUMNS = [
     "experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
     "fold", "repeat", "seed",

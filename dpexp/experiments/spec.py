@@ -177,6 +177,74 @@ def _check_keys(path: Path, where: str, got: dict, allowed: set[str]) -> None:
         raise _err(path, f"unknown key(s) in {where}: {', '.join(hints)}.")
 
 
+#: Keys of the ``paper_values`` mapping and of one of its ``values`` entries (besides
+#: ``param:NAME``): selectors pick our row, the rest describe the paper's value.
+_PAPER_VALUES_KEYS = {"source", "tolerance", "values"}
+_PAPER_ENTRY_KEYS = {"dataset", "algorithm", "epsilon", "metric", "step", "value", "std", "note",
+                     "explained"}
+
+
+def _number(path: Path, where: str, v: Any, *, minimum: float | None = None) -> None:
+    """``v`` must be a finite number (>= ``minimum`` if given), else a SpecError naming ``where``."""
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or (minimum is not None and v < minimum):
+        bound = f" >= {minimum:g}" if minimum is not None else ""
+        raise _err(path, f"key {where!r} must be a finite number{bound}, got {v!r}.")
+
+
+def _explained_text(path: Path, where: str, v: Any) -> None:
+    """``explained:`` is the evidence for a miss (name the ablation/experiment and its
+    numbers): non-empty text, so a bare ``explained: true`` cannot excuse a miss."""
+    if not isinstance(v, str) or not v.strip():
+        raise _err(path, f"key {where!r} must be non-empty text naming the evidence (the "
+                         f"ablation or experiment and its numbers), got {v!r}.")
+
+
+def _check_paper_values(path: Path, pv: Any) -> None:
+    """The printed values: a mapping with ``values`` entries (docs/SPEC_FORMAT.md)."""
+    if not isinstance(pv, dict):
+        raise _err(path, "key 'paper_values' must be a mapping with 'values'.")
+    _check_keys(path, "paper_values", pv, _PAPER_VALUES_KEYS)
+    if pv.get("tolerance") is not None:
+        _number(path, "paper_values.tolerance", pv["tolerance"], minimum=0)
+    values = pv.get("values") or []
+    if not isinstance(values, list):
+        raise _err(path, "key 'paper_values.values' must be a list of mappings.")
+    for i, v in enumerate(values):
+        where = f"paper_values.values[{i}]"
+        if not isinstance(v, dict) or "value" not in v:
+            raise _err(path, f"{where} must be a mapping with a 'value'.")
+        _check_keys(path, where, {k: x for k, x in v.items() if not str(k).startswith("param:")},
+                    _PAPER_ENTRY_KEYS)
+        _number(path, f"{where}.value", v["value"])
+        if "std" in v:
+            _number(path, f"{where}.std", v["std"], minimum=0)
+        if "explained" in v:
+            _explained_text(path, f"{where}.explained", v["explained"])
+
+
+def _check_claims(path: Path, claims: Any) -> None:
+    """Claims: text, or mappings checked by dpexp.render.claims (docs/SPEC_FORMAT.md)."""
+    from dpexp.render.claims import CLAIM_KEYS
+
+    if not isinstance(claims, list):
+        raise _err(path, "key 'claims' must be a list of texts or mappings.")
+    for i, c in enumerate(claims):
+        if isinstance(c, str):
+            continue
+        if not isinstance(c, dict):
+            raise _err(path, f"claims[{i}] must be text or a mapping.")
+        _check_keys(path, f"claims[{i}]", c, CLAIM_KEYS)
+        needed = ("series", "metric", "trend", "over") if "trend" in c else ("better", "than", "metric")
+        for key in needed:
+            if key not in c:
+                raise _err(path, f"claims[{i}] needs key {key!r}.")
+        if c.get("direction", "lower") not in ("lower", "higher"):
+            raise _err(path, f"claims[{i}].direction must be 'lower' or 'higher'.")
+        if "explained" in c:
+            _explained_text(path, f"claims[{i}].explained", c["explained"])
+
+
 def _epsilon_list(path: Path, where: str, values) -> list[float]:
     if not isinstance(values, list) or not values:
         raise _err(path, f"key {where!r} must be a non-empty list of numbers > 0.")
@@ -288,25 +356,8 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         if "max_rows" in over and (not isinstance(over["max_rows"], int) or over["max_rows"] < 10):
             raise _err(path, f"key 'scales.{s}.max_rows' must be an integer >= 10.")
     pv = raw.get("paper_values") or {}
-    if not isinstance(pv, dict):
-        raise _err(path, "key 'paper_values' must be a mapping with 'values'.")
-    for i, v in enumerate(pv.get("values") or []):
-        if not isinstance(v, dict) or "value" not in v:
-            raise _err(path, f"paper_values.values[{i}] must be a mapping with a 'value'.")
-    from dpexp.render.claims import CLAIM_KEYS
-
-    for i, c in enumerate(raw.get("claims") or []):
-        if isinstance(c, str):
-            continue
-        if not isinstance(c, dict):
-            raise _err(path, f"claims[{i}] must be text or a mapping.")
-        _check_keys(path, f"claims[{i}]", c, CLAIM_KEYS)
-        needed = ("series", "metric", "trend", "over") if "trend" in c else ("better", "than", "metric")
-        for key in needed:
-            if key not in c:
-                raise _err(path, f"claims[{i}] needs key {key!r}.")
-        if c.get("direction", "lower") not in ("lower", "higher"):
-            raise _err(path, f"claims[{i}].direction must be 'lower' or 'higher'.")
+    _check_paper_values(path, pv)
+    _check_claims(path, raw.get("claims") or [])
     sig = raw.get("significance") or {}
     if not isinstance(sig, dict) or (sig and "reference" not in sig):
         raise _err(path, "key 'significance' must be a mapping with 'reference' (and optional 'metric').")

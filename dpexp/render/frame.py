@@ -26,6 +26,7 @@ from dpexp.render.markup import SMOKE_LABEL
 #: source unrecorded, an ordinary metric.
 EXTRA_COLUMNS: dict[str, object] = {
     "private": None, "not_dp_reason": "", "domain_source": "", "metric_kind": "metric",
+    "data_version": "",
 }
 
 
@@ -37,6 +38,7 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
             f[col] = default
     f["not_dp_reason"] = f["not_dp_reason"].fillna("").astype(str)
     f["domain_source"] = f["domain_source"].fillna("").astype(str)
+    f["data_version"] = f["data_version"].astype(object).fillna("").astype(str)
     f["metric_kind"] = f["metric_kind"].fillna("metric").astype(str)
     f["private"] = f["private"].map(_as_bool).astype(object)
     f["epsilon"] = f["epsilon"].astype(float)

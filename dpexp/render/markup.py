@@ -4,7 +4,8 @@ Spec text (captions, notes, labels such as ``g*_l`` or ``synthF[n_samples=3000]`
 not markup: :func:`md_escape` backslash-escapes every character CommonMark could read as
 emphasis, a link, code or a table separator, so it shows literally in ``REPORT.md`` and in
 the HTML. The HTML is rendered by markdown-it-py (a dependency of rich, which dpexp
-requires) with raw HTML disabled, so nothing in a spec can inject markup either.
+requires) with raw HTML disabled, so nothing in a spec can inject markup either
+(:mod:`dpexp.render.html`).
 """
 
 from __future__ import annotations
@@ -21,15 +22,6 @@ SMOKE_LABEL = "smoke — not the paper's setting"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~&])")
 
 _IMAGE_LINE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)\s*$")
-
-_STYLE = (
-    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.4}"
-    "table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}"
-    "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}"
-    "code{background:#f3f3f3}"
-    # The caveat box: not-DP rows and data-derived domains must be seen, not skimmed.
-    "blockquote{border-left:5px solid #c0392b;background:#fdf0ef;margin:1em 0;padding:0.4em 1em}"
-)
 
 
 def md_escape(text: object) -> str:
@@ -55,7 +47,7 @@ def caveat_box(title: str, lines: list[str]) -> list[str]:
     return [*out, ""]
 
 
-def _embed_images(markdown: str, base_dir: Path) -> str:
+def embed_images(markdown: str, base_dir: Path) -> str:
     """Replace image lines whose file exists with base64 data URIs (self-contained HTML)."""
     out = []
     for line in markdown.splitlines():
@@ -70,14 +62,8 @@ def _embed_images(markdown: str, base_dir: Path) -> str:
 
 
 def markdown_to_html(markdown: str, base_dir: Path, title: str = "dpexp report") -> str:
-    """Self-contained HTML of ``markdown`` (images under ``base_dir`` embedded)."""
-    import html
+    """Self-contained HTML of ``markdown`` (images under ``base_dir`` embedded; see
+    :mod:`dpexp.render.html`, which renders the report's blocks the same way)."""
+    from dpexp.render.html import Block, page
 
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
-    body = md.render(_embed_images(markdown, base_dir))
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body>\n{body}</body></html>\n"
-    )
+    return page([Block(markdown)], base_dir, title)

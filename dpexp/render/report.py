@@ -1,13 +1,22 @@
-"""``dpexp report``: every table and figure of every paper, ours beside the paper's.
+"""``dpexp report``: what reproduces, at a glance, then every artefact ours beside the paper's.
 
-Renders from the cache alone (no recomputation) into ``results/REPORT.md`` and a
-self-contained ``results/report.html`` (figures embedded as base64 PNG, Markdown rendered
-by markdown-it-py). For each experiment: our numbers beside the paper's printed values,
-the difference and, at paper scale only, whether it is within the spec's tolerance; the
-paper's claims checked against our results (at smoke scale "not evaluated (smoke)": a
-pipeline check, never a pass); the feature-domain source; not-DP rows and the spec's
-privacy caveats in caveat boxes; and which cells are missing. Spec text is escaped, so
-``g*_l`` stays literal.
+Renders from the cache and the committed results alone (no recomputation) into
+``results/REPORT.md``, a self-contained ``results/report.html`` (figures embedded as base64
+PNG, Markdown rendered by markdown-it-py, :mod:`dpexp.render.html`) and
+``results/summary.json`` (issue 19).
+
+The report opens with one verdict table: per paper and artefact, the scale, cells done of
+the cells of the datasets that can be had, the paper's printed values reproduced /
+explained / unexplained, the claims passing / failing / not evaluated, the datasets this
+machine cannot load and the not-DP caveats; the HTML colours it and links each artefact
+to its section (``#<experiment id>``). ``summary.json`` is written from the same rows.
+Each section then shows our figure, the comparison with the paper's printed values (ours
+± std, our 95% interval, the paper's value, the verdict and, for an explained miss, the
+spec's evidence), the spec's Wilcoxon tests where it asks for them (Fletcher & Islam,
+Section 5.2), the claims with their evidence, the privacy caveats in a box and the command
+that regenerates it. At smoke scale no value is compared and no claim is evaluated: a
+pipeline check is never a pass. The environment comes last, as an appendix. Spec text is
+escaped, so ``g*_l`` stays literal.
 """
 
 from __future__ import annotations
@@ -16,20 +25,61 @@ import json
 import math
 import os
 import platform
-from dataclasses import dataclass, field
+import re
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
+from dpexp.errors import DpexpError
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.runner import git_revision
-from dpexp.experiments.spec import ExperimentSpec, all_specs
+from dpexp.experiments.spec import DatasetRef, ExperimentSpec, all_specs
 from dpexp.render.aggregate import ComparisonSummary, comparison_summary
 from dpexp.render.claims import NOT_EVALUATED_SMOKE, ClaimResult, check_claims
 from dpexp.render.frame import NOT_DP_TITLE, not_dp_caveats, replicate_statement
-from dpexp.render.markup import SMOKE_LABEL, caveat_box, markdown_to_html, md_code, md_escape
-from dpexp.render.render import NothingCachedError, RenderReport, render_experiment
+from dpexp.render.html import BAD, GOOD, NONE, WARN, Block, Cell, markdown_of, page, verdict_table
+from dpexp.render.markup import SMOKE_LABEL, caveat_box, md_code, md_escape
+from dpexp.render.render import NothingCachedError, render_frame
+
+#: The titles of the papers the specs' ``paper`` ids name (as printed on each paper).
+PAPER_TITLES = {
+    "dpboost-li-2020": "Li et al. 2020, Privacy-Preserving Gradient Boosting Decision Trees",
+    "fletcher-islam-2017": "Fletcher & Islam 2017, Differentially Private Random Decision "
+                           "Forests using Smooth Sensitivity",
+    "fletcher-islam-2017-with-2021-addendum": "Fletcher & Islam 2017 (with the 2021 addendum), "
+                                              "Differentially Private Random Decision Forests "
+                                              "using Smooth Sensitivity",
+    "gaussian-bdt-peinemann-slides": "Peinemann (slides), Approximating Boosted Decision Trees "
+                                     "with Differential Privacy",
+    "inprivate-digging-zhao-2018": "Zhao et al. 2018, InPrivate Digging: Enabling Tree-based "
+                                   "Distributed Data Mining with Differential Privacy",
+    "xgboost-dp-shi-2021": "Shi et al. 2021, XGBoost Algorithm under Differential Privacy Protection",
+}
+
+#: The per-value verdicts (``value_verdict`` of :func:`dpexp.render.aggregate.attach_paper_values`).
+REPRODUCED, EXPLAINED, UNEXPLAINED = "reproduced", "explained", "unexplained"
+
+
+def paper_title(paper: str) -> str:
+    """The paper's title for the report (its id when the id is not known here)."""
+    return PAPER_TITLES.get(paper, paper)
+
+
+class Availability:
+    """Whether a dataset can be had on this machine, asked once per name per report
+    (:func:`dpexp.experiments.plan.dataset_available` reads the dataset registry each time)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        if name not in self._known:
+            from dpexp.experiments.plan import dataset_available
+
+            self._known[name] = dataset_available(name)
+        return self._known[name]
 
 
 @dataclass
@@ -38,17 +88,24 @@ class Section:
     scale: str | None
     n_cells: int = 0
     n_missing: int = 0
+    cells_total: int = 0  # cells of the datasets that can be had (done ones included)
+    unavailable: list[str] = field(default_factory=list)  # dataset names, no result, not loadable
     comparison: pd.DataFrame | None = None
     summary: ComparisonSummary | None = None
     claims: list[ClaimResult] = field(default_factory=list)
     figure: Path | None = None
-    table_md: str = ""
+    significance: str = ""
     seeds: list[int] = field(default_factory=list)
     not_dp: list[str] = field(default_factory=list)  # plain-text caveat lines
     domain: str = ""
     replicates: str = ""
     display: dict[str, str] = field(default_factory=dict)
     datasets_done: list[str] = field(default_factory=list)  # dataset keys with results
+    problem: str = ""  # why the spec's grid could not be expanded ("" if it could)
+
+    @property
+    def n_done(self) -> int:
+        return self.n_cells - self.n_missing if self.scale else 0
 
 
 def _scales(results_dir: Path, spec: ExperimentSpec, wanted: str | None) -> list[str]:
@@ -60,18 +117,50 @@ def _scales(results_dir: Path, spec: ExperimentSpec, wanted: str | None) -> list
             or table_path(results_dir, spec.id, s).exists()]
 
 
-def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None) -> Section:
+def _names(datasets: list[DatasetRef]) -> list[str]:
+    return list(dict.fromkeys(d.name for d in datasets))
+
+
+def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None,
+                  available: Availability | None = None) -> Section:
     """Render ``spec`` at the best cached scale and collect what the report shows of it."""
+    from dpexp.experiments.cells import expand
+    from dpexp.experiments.results import cached_results
+
+    available = available or Availability()
+    problem = ""
     for s in _scales(results_dir, spec, scale):
+        at = spec.at_scale(s)
         try:
-            rendered = render_experiment(spec.at_scale(s), s, results_dir, figures_dir)
+            res = cached_results(at, s, results_dir)
+            rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
+                                    missing=len(res.missing), done=res.n_cells)
         except NothingCachedError:
             continue
-        return _section(spec, s, rendered)
-    return Section(spec, None)
+        except DpexpError as exc:  # one broken spec must not hide the others' verdicts
+            problem = str(exc)
+            break
+        sec = _section(spec, s, rendered)
+        done = set(sec.datasets_done)
+        have = [c for c in res.missing if c.dataset.key in done or available(c.dataset.name)]
+        sec.cells_total = sec.n_done + len(have)
+        sec.unavailable = [n for n in _names(at.datasets) if not available(n)
+                           and not any(k.split("[")[0] == n for k in done)]
+        return sec
+    # Not run: what running it would take, at the scale asked for (paper by default).
+    at = spec.at_scale(scale or "paper")
+    sec = Section(spec, None, problem=problem)
+    try:
+        sec.cells_total = sum(available(c.dataset.name) for c in expand(at, scale or "paper", 0))
+    except DpexpError as exc:
+        sec.problem = sec.problem or str(exc)
+    sec.unavailable = [n for n in _names(at.datasets) if not available(n)]
+    return sec
 
 
-def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Section:
+def _section(spec: ExperimentSpec, scale: str, rendered) -> Section:
+    from dpexp.render.significance import significance_markdown
+
     frame, agg, ctx = rendered.frame, rendered.agg, rendered.context
     sec = Section(spec, scale, n_cells=rendered.total_cells, n_missing=rendered.missing_cells)
     sec.seeds = sorted(int(x) for x in frame["seed"].dropna().unique())
@@ -83,13 +172,313 @@ def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Sectio
     sec.domain = ctx.note
     sec.replicates = replicate_statement(frame, agg["n"])
     sec.display = ctx.display
-    for f in rendered.files:
-        if f.suffix == ".png":
-            sec.figure = f
-        if f.suffix == ".md":
-            sec.table_md = f.read_text()
+    sec.significance = significance_markdown(spec, frame, scale, ctx.display)
+    sec.figure = next((f for f in rendered.files if f.suffix == ".png"), None)
     return sec
 
+
+# -- per-value verdicts ---------------------------------------------------------------------
+
+def _row_verdict(row: pd.Series, sec: Section) -> str | None:
+    """``reproduced`` | ``explained`` | ``unexplained`` of one compared row, or None.
+
+    Uses the frame's ``value_verdict`` where the aggregation gives it; else the older rule:
+    within the spec's tolerance, else explained when the spec's entry carries
+    ``explained: <evidence>``, else unexplained (paper scale only)."""
+    if "value_verdict" in row.index:
+        v = row["value_verdict"]
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    ok = row.get("within_tolerance")
+    if sec.scale != "paper" or ok is None or (isinstance(ok, float) and math.isnan(ok)):
+        return None
+    if bool(ok):
+        return REPRODUCED
+    return EXPLAINED if _explanation(row, sec) else UNEXPLAINED
+
+
+def _explanation(row: pd.Series, sec: Section) -> str:
+    """The spec's ``explained:`` evidence for the paper value of ``row`` ("" if none)."""
+    text = row.get("explanation")
+    if isinstance(text, str):
+        return text
+    entries = sec.spec.paper_values.get("values") or []
+    i = int(row.get("paper_entry", -1))
+    return str(entries[i].get("explained") or "") if 0 <= i < len(entries) else ""
+
+
+def value_counts(sec: Section) -> dict[str, int]:
+    """Compared rows by verdict (``values_reproduced`` / ``_explained`` / ``_unexplained``)."""
+    out = {"values_reproduced": 0, "values_explained": 0, "values_unexplained": 0}
+    comp = sec.comparison
+    if sec.scale is None or comp is None or comp.empty:
+        return out
+    for _, row in comp.iterrows():
+        v = _row_verdict(row, sec)
+        if v in (REPRODUCED, EXPLAINED, UNEXPLAINED):
+            out[f"values_{v}"] += 1
+    return out
+
+
+# -- the verdict table and summary.json ------------------------------------------------------
+
+#: The fields of ``results/summary.json``, in order (issue 19, plus ``paper`` and ``title``).
+SUMMARY_FIELDS = ("artefact", "paper", "title", "scale", "cells_done", "cells_total",
+                  "datasets_unavailable", "values_total", "values_reproduced", "values_explained",
+                  "values_unexplained", "claims_pass", "claims_fail", "claims_not_evaluated")
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One artefact's line of the verdict table and of ``summary.json``."""
+
+    artefact: str  # the experiment id
+    paper: str
+    title: str  # the paper's title
+    name: str  # the artefact as the paper names it ("Figure 2")
+    scale: str | None
+    cells_done: int
+    cells_total: int
+    datasets_unavailable: list[str]
+    values_total: int
+    values_reproduced: int
+    values_explained: int
+    values_unexplained: int
+    claims_pass: int
+    claims_fail: int
+    claims_fail_explained: int
+    claims_not_evaluated: int
+    not_dp_caveats: int
+    problem: str = ""  # the spec's error, when it cannot be expanded or rendered
+
+    def summary(self) -> dict:
+        """The row as ``summary.json`` has it (:data:`SUMMARY_FIELDS`)."""
+        d = asdict(self)
+        return {k: d[k] for k in SUMMARY_FIELDS}
+
+
+def verdict_row(sec: Section) -> VerdictRow:
+    claims = [c.status for c in sec.claims] if sec.scale else []
+    fails = [c for c in sec.claims if c.status == "fail"] if sec.scale else []
+    return VerdictRow(
+        artefact=sec.spec.id, paper=sec.spec.paper, title=paper_title(sec.spec.paper),
+        name=sec.spec.artefact, scale=sec.scale, cells_done=sec.n_done, cells_total=sec.cells_total,
+        datasets_unavailable=list(sec.unavailable),
+        values_total=len(sec.spec.paper_values.get("values") or []), **value_counts(sec),
+        claims_pass=claims.count("pass"), claims_fail=len(fails),
+        claims_fail_explained=sum(bool(getattr(c, "explanation", "")) for c in fails),
+        claims_not_evaluated=len(sec.claims) - claims.count("pass") - len(fails),
+        not_dp_caveats=len(sec.not_dp), problem=sec.problem,
+    )
+
+
+def summary_rows(sections: list[Section]) -> list[dict]:
+    """``results/summary.json``: the verdict table's rows, machine-readable."""
+    return [verdict_row(s).summary() for s in sections]
+
+
+_HEADER = [("artefact", ["artefact"]), ("scale", ["scale"]), ("cells", ["done / total"]),
+           ("printed values", ["printed", "reproduced", "explained", "unexplained"]),
+           ("claims", ["pass", "fail", "not evaluated"]),
+           ("datasets unavailable", ["datasets unavailable"]), ("not-DP caveats", ["not-DP caveats"])]
+
+
+#: The value columns' text at smoke scale (nothing is compared there).
+SMOKE_VALUES = "not compared"
+
+
+def _count(n: int, cls: str) -> Cell:
+    return Cell(str(n), cls if n else None, numeric=True)
+
+
+def verdict_cells(row: VerdictRow) -> list[Cell]:
+    """The verdict table's cells of ``row``, with their colour (see dpexp.render.html)."""
+    name = Cell(f"{row.name} ({row.artefact})", link=row.artefact)
+    unavailable = Cell(", ".join(row.datasets_unavailable) or "—", NONE if row.datasets_unavailable else None)
+    cells = f"{row.cells_done} / {row.cells_total}"
+    if row.scale is None:
+        grey = [Cell("—", NONE)] * 6
+        state = Cell("spec error", BAD) if row.problem else Cell("not run", NONE)
+        return [name, state, Cell(cells, NONE, numeric=True),
+                Cell(str(row.values_total), NONE, numeric=True), *grey, unavailable,
+                Cell("—", NONE)]
+    smoke = row.scale == "smoke"
+    return [name, Cell(SMOKE_LABEL if smoke else f"{row.scale}", NONE if smoke else None),
+            Cell(cells, numeric=True), Cell(str(row.values_total), numeric=True),
+            *_value_cells(row), *_claim_cells(row), unavailable,
+            Cell(str(row.not_dp_caveats) if row.not_dp_caveats else "—", WARN if row.not_dp_caveats else None)]
+
+
+def _value_cells(row: VerdictRow) -> list[Cell]:
+    """Reproduced / explained / unexplained: "—" when the paper prints none, grey at smoke."""
+    if not row.values_total:
+        return [Cell("—")] * 3
+    if row.scale == "smoke":
+        return [Cell(SMOKE_VALUES, NONE)] * 3
+    return [_count(row.values_reproduced, GOOD), _count(row.values_explained, WARN),
+            _count(row.values_unexplained, BAD)]
+
+
+def _claim_cells(row: VerdictRow) -> list[Cell]:
+    """Pass / fail (explained ones amber, counted as fails) / not evaluated; "—" for none."""
+    if not row.claims_pass + row.claims_fail + row.claims_not_evaluated:
+        return [Cell("—")] * 3
+    fail = str(row.claims_fail) + (f" ({row.claims_fail_explained} explained)" if row.claims_fail_explained else "")
+    fail_cls = None if not row.claims_fail else BAD if row.claims_fail > row.claims_fail_explained else WARN
+    return [_count(row.claims_pass, GOOD), Cell(fail, fail_cls, numeric=True),
+            _count(row.claims_not_evaluated, NONE)]
+
+
+
+def _grouped(rows: list[VerdictRow]) -> list[tuple[str, list[VerdictRow]]]:
+    groups: dict[str, list[VerdictRow]] = {}
+    for r in rows:
+        groups.setdefault(r.paper, []).append(r)
+    return [(f"{paper_title(p)} ({p})", rs) for p, rs in groups.items()]
+
+
+def _md_cell(c: Cell) -> str:
+    text = md_escape(c.text)
+    return f"[{text}](#{c.link})" if c.link else text
+
+
+def verdict_block(rows: list[VerdictRow]) -> Block:
+    """The verdict table: Markdown (a bold row per paper) and coloured HTML, same rows."""
+    cols = [c for _, cs in _HEADER for c in cs]
+    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    groups = []
+    for title, rs in _grouped(rows):
+        md.append(f"| **{md_escape(title)}** |" + " |" * (len(cols) - 1))
+        cells = [verdict_cells(r) for r in rs]
+        md += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in cells]
+        groups.append((title, cells))
+    return Block("\n".join(md), html=verdict_table(_HEADER, groups))
+
+
+# -- the per-artefact sections ---------------------------------------------------------------
+
+def _num(x: object, fmt: str = ".4g") -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if math.isnan(v) else format(v, fmt)
+
+
+def _verdict_text(row: pd.Series, sec: Section, notes: list[str]) -> str:
+    """The comparison table's verdict cell; an explained miss points to its note."""
+    v = _row_verdict(row, sec)
+    if v is None:
+        text = str(row.get("verdict") or "")
+        return md_escape(text) if text and text not in ("✓", "✗") else "—"
+    if v == EXPLAINED:
+        notes.append(_explanation(row, sec))
+        return f"explained (note {len(notes)})"
+    return v
+
+
+def _comparison_md(sec: Section) -> str:
+    """Ours (± std, n, 95% interval) beside the paper's printed values, with verdicts."""
+    c = sec.comparison
+    if not sec.spec.paper_values.get("values"):
+        return "The paper prints no values for this artefact that the spec records."
+    footer = md_escape(sec.summary.text()) if sec.summary else ""
+    if c is None or c.empty:
+        return footer
+    lines = ["| dataset | algorithm | ε | metric | ours (mean ± std) | n | our 95% interval | paper | "
+             "diff | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    notes: list[str] = []
+    for _, r in c.iterrows():
+        eps = "no noise" if math.isinf(float(r["epsilon"])) else f"{float(r['epsilon']):g}"
+        step = "" if pd.isna(r["step"]) else f" @ {int(r['step'])}"
+        kind = " (diagnostic)" if r.get("diagnostic") else ""
+        ds = sec.display.get(r["dataset"], r["dataset"])
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        interval = "—" if _num(lo) == "—" else f"[{_num(lo)}, {_num(hi)}]"
+        paper = _num(r["paper_value"]) + (f" ± {_num(r['paper_std'], '.2g')}"
+                                          if _num(r.get("paper_std")) != "—" else "")
+        lines.append(f"| {md_escape(ds)} | {md_escape(r['display'])} | {eps} | "
+                     f"{md_escape(r['metric'])}{step}{kind} | {_num(r['mean'])} ± {_num(r['std'], '.2g')} | "
+                     f"{int(r['n'])} | {interval} | {paper} | {_num(r['diff'], '+.3g')} | "
+                     f"{_verdict_text(r, sec, notes)} |")
+    out = [*lines, "", footer]
+    if notes:
+        out += ["", *[f"- *Note {i}:* {md_escape(t)}" for i, t in enumerate(notes, 1)]]
+    return "\n".join(out)
+
+
+_ICON = {"pass": "✓ pass", "fail": "✗ fail", "not checked": "· not checked", "no data": "? no data",
+         NOT_EVALUATED_SMOKE: "· not evaluated (smoke)"}
+
+
+def _claim_md(c: ClaimResult) -> str:
+    why = getattr(c, "explanation", "") if c.status == "fail" else ""
+    icon = "✗ fail (explained)" if why else _ICON.get(c.status, c.status)
+    line = f"- **{icon}** — {md_escape(c.text)}: {md_escape(c.detail)}"
+    return line + (f" *Explained:* {md_escape(why)}" if why else "")
+
+
+def _scale_text(scale: str) -> str:
+    return SMOKE_LABEL if scale == "smoke" else f"{scale} scale"
+
+
+def _commands(sec: Section) -> list[str]:
+    """The exact commands that regenerate the artefact (at paper scale, and at the smoke
+    scale of a smoke section)."""
+    seed = f" --seed {sec.seeds[0]}" if len(sec.seeds) == 1 and sec.seeds[0] != 0 else ""
+    scales = ["paper"] + (["smoke"] if sec.scale == "smoke" else [])
+    return [f"{md_code(f'dpexp run {sec.spec.id} --scale {s}{seed}')} then "
+            f"{md_code(f'dpexp render {sec.spec.id} --scale {s}')}" for s in scales]
+
+
+def _unavailable_md(sec: Section) -> list[str]:
+    if not sec.unavailable:
+        return []
+    fetch = ", ".join(md_code(f"dpexp datasets download {n}") for n in sec.unavailable)
+    return [f"**Datasets not available on this machine:** {md_escape(', '.join(sec.unavailable))} "
+            f"(their cells are not counted in the total; {fetch}, or `dpexp datasets info` for "
+            "user-supplied ones, then the command below).", ""]
+
+
+def _caveats_md(sec: Section) -> list[str]:
+    md: list[str] = []
+    if sec.not_dp:
+        md += caveat_box(NOT_DP_TITLE, [md_escape(x) for x in sec.not_dp])
+    if sec.spec.privacy_caveats:
+        md += caveat_box("Privacy caveats (from the spec):", [md_escape(c) for c in sec.spec.privacy_caveats])
+    return md
+
+
+def _section_md(s: Section, results_dir: Path) -> list[str]:
+    md = [f"### {md_escape(s.spec.artefact)} — {md_code(s.spec.id)}"
+          + (f" ({_scale_text(s.scale)})" if s.scale else " (not run)"), "", md_escape(s.spec.caption), ""]
+    if s.spec.notes:
+        md += [f"*Notes:* {md_escape(s.spec.notes)}", ""]
+    md += _unavailable_md(s)
+    if s.problem:
+        md += [f"**The spec cannot be run as it stands:** {md_escape(s.problem)}", ""]
+    if s.scale is None:
+        return [*md, *_caveats_md(s), "**Regenerate:** " + "; ".join(_commands(s)) + ".", ""]
+    if s.scale == "smoke":
+        md += [f"**Scale:** {SMOKE_LABEL}. A pipeline check on subsampled data; claims are not "
+               "evaluated and no value is compared with the paper's.", ""]
+    md += [f"**Cells:** {s.n_done} of {s.cells_total} done (the cells of the datasets that can be had). "
+           f"**Aggregation:** {s.replicates}.", ""]
+    if s.domain:
+        md += [f"**{md_escape(s.domain)}**", ""]
+    md += _caveats_md(s)
+    if s.figure is not None:
+        md += [f"![{md_escape(s.spec.id)}]({os.path.relpath(s.figure, results_dir)})", ""]
+    md += ["**Ours vs the paper**", "", _comparison_md(s), ""]
+    if s.significance:
+        md += ["**Significance**", "", s.significance, ""]
+    if s.claims:
+        title = ("**The paper's claims (not evaluated at smoke scale: pipeline checks only)**"
+                 if s.scale == "smoke" else "**The paper's claims, checked on our results**")
+        md += [title, "", "\n".join(_claim_md(c) for c in s.claims), ""]
+    return [*md, "**Regenerate:** " + "; ".join(_commands(s)) + ".", ""]
+
+
+# -- the whole report ------------------------------------------------------------------------
 
 def _environment(results_dir: Path) -> dict[str, str]:
     import numpy
@@ -109,175 +498,53 @@ def _environment(results_dir: Path) -> dict[str, str]:
     }
 
 
-def _comparison_md(sec: Section) -> str:
-    """Ours beside the paper's printed values, with the verdict column and honest counts."""
-    c = sec.comparison
-    if not sec.spec.paper_values.get("values"):
-        return "The paper prints no values for this artefact that the spec records."
-    footer = md_escape(sec.summary.text()) if sec.summary else ""
-    if c is None or c.empty:
-        return footer
-    lines = ["| dataset | algorithm | ε | metric | ours (mean ± std) | paper | diff | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
-    for _, r in c.iterrows():
-        eps = "—" if math.isinf(float(r["epsilon"])) else f"{float(r['epsilon']):g}"
-        step = "" if pd.isna(r["step"]) else f" @ {int(r['step'])}"
-        kind = " (diagnostic)" if r.get("diagnostic") else ""
-        ds = sec.display.get(r["dataset"], r["dataset"])
-        lines.append(f"| {md_escape(ds)} | {md_escape(r['display'])} | {eps} | "
-                     f"{md_escape(r['metric'])}{step}{kind} | {r['mean']:.4g} ± {r['std']:.2g} | "
-                     f"{r['paper_value']:.4g} | {r['diff']:+.3g} | {r['verdict'] or '—'} |")
-    return "\n".join([*lines, "", footer])
+_INTRO = (
+    "Every number is computed by running the algorithms, except those labelled *paper* (printed "
+    "in the papers, copied into the specs). A printed value is *reproduced* when within the "
+    "spec's tolerance or inside our 95% interval, *explained* when it is missed and the spec "
+    "gives the evidence why, *unexplained* otherwise; smoke-scale rows "
+    f"({SMOKE_LABEL}) are pipeline checks, never compared or evaluated."
+)
 
 
-_ICON = {"pass": "✓ pass", "fail": "✗ fail", "not checked": "· not checked", "no data": "? no data",
-         NOT_EVALUATED_SMOKE: "· not evaluated (smoke)"}
-
-
-def _claims_md(sec: Section) -> str:
-    return "\n".join(f"- **{_ICON.get(c.status, c.status)}** — {md_escape(c.text)}: {md_escape(c.detail)}"
-                      for c in sec.claims)
-
-
-def _claims_cell(sec: Section) -> str:
-    """The summary's claims column: never a pass count at smoke scale."""
-    if sec.scale == "smoke" and any(c.status == NOT_EVALUATED_SMOKE for c in sec.claims):
-        return NOT_EVALUATED_SMOKE
-    checked = [x for x in sec.claims if x.status in ("pass", "fail")]
-    return f"{sum(x.status == 'pass' for x in checked)}/{len(checked)}" if checked else "—"
-
-
-def _scale_text(scale: str) -> str:
-    return SMOKE_LABEL if scale == "smoke" else f"{scale} scale"
-
-
-def _summary_md(sections: list[Section]) -> list[str]:
-    md = ["| experiment | paper | artefact | scale | cells cached | paper values within tol. | "
-          "claims passed | not DP |", "|---|---|---|---|---|---|---|---|"]
-    for s in sections:
-        head = f"| {md_escape(s.spec.id)} | {md_escape(s.spec.paper)} | {md_escape(s.spec.artefact)}"
-        if s.scale is None:
-            md.append(f"{head} | — | not run | — | — | — |")
-            continue
-        within = s.summary.cell() if s.summary else "—"
-        not_dp = f"{len(s.not_dp)} caveat(s)" if s.not_dp else "—"
-        md.append(f"{head} | {s.scale} | {s.n_cells - s.n_missing}/{s.n_cells} | {within} | "
-                  f"{_claims_cell(s)} | {not_dp} |")
-    return md
-
-
-def _not_dp_lines(sec: Section) -> list[str]:
-    return [md_escape(line) for line in sec.not_dp]
-
-
-def _section_md(s: Section, results_dir: Path) -> list[str]:
-    md = [f"### {md_escape(s.spec.artefact)} — {md_code(s.spec.id)}"
-          + (f" ({_scale_text(s.scale)})" if s.scale else ""), "", md_escape(s.spec.caption), ""]
-    if s.spec.notes:
-        md += [f"*Notes:* {md_escape(s.spec.notes)}", ""]
-    if s.scale is None:
-        return [*md, f"Not run yet: {md_code(f'dpexp run {s.spec.id}')}.", ""]
-    if s.scale == "smoke":
-        md += [f"**Scale:** {SMOKE_LABEL}. A pipeline check on subsampled data; claims are not "
-               "evaluated and no value is compared with the paper's.", ""]
-    md += [f"**Aggregation:** {s.replicates}.", ""]
-    if s.domain:
-        md += [f"**{md_escape(s.domain)}**", ""]
-    if s.not_dp:
-        md += caveat_box(NOT_DP_TITLE, _not_dp_lines(s))
-    if s.spec.privacy_caveats:
-        md += caveat_box("Privacy caveats (from the spec):", [md_escape(c) for c in s.spec.privacy_caveats])
-    if s.n_missing:
-        md += [f"**Missing cells:** {s.n_missing} of the spec's grid "
-               f"({md_code(f'dpexp run {s.spec.id} --scale {s.scale}')} completes them).", ""]
-    if s.figure is not None:
-        md += [f"![{md_escape(s.spec.id)}]({os.path.relpath(s.figure, results_dir)})", ""]
-    md += ["**Ours vs the paper**", "", _comparison_md(s), ""]
-    if s.claims:
-        title = ("**The paper's claims (not evaluated at smoke scale: pipeline checks only)**"
-                 if s.scale == "smoke" else "**The paper's claims, checked on our results**")
-        md += [title, "", _claims_md(s), ""]
-    return md
-
-
-def _report_md(sections: list[Section], env: dict[str, str], results_dir: Path) -> str:
-    md = ["# dpexp reproduction report", ""]
-    md += [f"- **{k}**: {md_escape(v)}" for k, v in env.items()]
-    md += ["", "Numbers labelled *paper* are the values printed in the papers, copied into the "
-           "experiment specs; every other number was computed by running the algorithms. "
-           f"Smoke-scale sections ({SMOKE_LABEL}) come from subsampled data and few trees: they "
-           "check the pipeline; their claims are not evaluated and their numbers are not "
-           "compared with the paper's.", "", "## Summary", "", *_summary_md(sections), ""]
-    not_dp = [f"{md_escape(s.spec.id)}: {line}" for s in sections for line in _not_dp_lines(s)]
+def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Path) -> list[Block]:
+    """The report: title, intro, verdict table, not-DP box, sections by paper, environment."""
+    blocks = [Block("# dpexp reproduction report"), Block(_INTRO),
+              Block("## Verdicts"), verdict_block([verdict_row(s) for s in sections])]
+    not_dp = [f"{md_escape(s.spec.id)}: {md_escape(line)}" for s in sections for line in s.not_dp]
     if not_dp:
-        md += caveat_box("Not-DP results in this report (shown for reproduction only):", not_dp)
+        blocks.append(Block("\n".join(caveat_box("Not-DP results in this report (shown for "
+                                                 "reproduction only):", not_dp))))
     by_paper: dict[str, list[Section]] = {}
     for s in sections:
         by_paper.setdefault(s.spec.paper, []).append(s)
     for paper, secs in by_paper.items():
-        md += ["", f"## {md_escape(paper)}", ""]
-        for s in secs:
-            md += _section_md(s, results_dir)
-    return "\n".join(md) + "\n"
+        blocks.append(Block(f"## {md_escape(paper_title(paper))} ({md_code(paper)})"))
+        blocks += [Block("\n".join(_section_md(s, results_dir)), anchor=s.spec.id) for s in secs]
+    env_md = [f"- **{k}**: {md_escape(v)}" for k, v in env.items()]
+    blocks.append(Block("\n".join(["## Appendix: environment", "", *env_md])))
+    return blocks
 
 
-def _value_verdicts(sec: Section) -> dict[str, int]:
-    """Printed values reproduced (within the spec's tolerance), explained (a miss whose spec
-    entry carries ``explained: <evidence>``) and unexplained (any other miss)."""
-    out = {"values_reproduced": 0, "values_explained": 0, "values_unexplained": 0}
-    comp = sec.comparison
-    if sec.scale != "paper" or comp is None or not len(comp) or "within_tolerance" not in comp:
-        return out
-    entries = sec.spec.paper_values.get("values") or []
-    for _, row in comp.dropna(subset=["within_tolerance"]).iterrows():
-        if bool(row["within_tolerance"]):
-            out["values_reproduced"] += 1
-            continue
-        i = int(row["paper_entry"])
-        explained = 0 <= i < len(entries) and bool(entries[i].get("explained"))
-        out["values_explained" if explained else "values_unexplained"] += 1
-    return out
-
-
-def _unavailable_datasets(spec: ExperimentSpec, frame_datasets: set[str]) -> list[str]:
-    """Datasets of the spec with no result that this machine cannot load either."""
-    from dpexp.experiments.plan import dataset_available
-
-    return [d.name for d in spec.datasets
-            if d.key not in frame_datasets and not dataset_available(d.name)]
-
-
-def summary_rows(sections: list[Section]) -> list[dict]:
-    """``results/summary.json``: the report's verdicts, one row per artefact."""
-    rows = []
-    for sec in sections:
-        claims = [c.status for c in sec.claims]
-        done = sec.n_cells - sec.n_missing if sec.scale else 0
-        rows.append({
-            "artefact": sec.spec.id, "paper": sec.spec.paper, "scale": sec.scale,
-            "cells_done": done, "cells_total": sec.n_cells if sec.scale else None,
-            "datasets_unavailable": _unavailable_datasets(sec.spec, set(sec.datasets_done)),
-            "values_total": len(sec.spec.paper_values.get("values") or []),
-            **_value_verdicts(sec),
-            "claims_pass": claims.count("pass"), "claims_fail": claims.count("fail"),
-            "claims_not_evaluated": len(claims) - claims.count("pass") - claims.count("fail"),
-        })
-    return rows
+def _natural(text: str) -> list:
+    """Sort key putting ``fig4`` before ``fig10``."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
 
 
 def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None) -> tuple[Path, Path]:
-    specs = all_specs()
-    sections = [build_section(s, results_dir, figures_dir, scale) for s in specs.values()]
+    """REPORT.md, report.html and summary.json (``-smoke`` suffixed with ``scale="smoke"``,
+    so a smoke report never overwrites the committed paper-scale one)."""
+    available = Availability()
+    specs = sorted(all_specs().values(), key=lambda s: _natural(s.id))
+    sections = [build_section(s, results_dir, figures_dir, scale, available) for s in specs]
     env = _environment(results_dir)
-    seeds = sorted({x for s in sections for x in s.seeds})
-    env["seeds"] = ", ".join(map(str, seeds)) or "—"
-    text = _report_md(sections, env, results_dir)
-    # The paper-scale report is committed; a smoke-only report must not overwrite it.
+    env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"
+    blocks = report_blocks(sections, env, results_dir)
     tag = "-smoke" if scale == "smoke" else ""
     md_path = Path(results_dir) / f"REPORT{tag}.md"
-    atomic_write_text(md_path, text)
+    atomic_write_text(md_path, markdown_of(blocks))
     html_path = Path(results_dir) / f"report{tag}.html"
-    atomic_write_text(html_path, markdown_to_html(text, results_dir))
+    atomic_write_text(html_path, page(blocks, results_dir, "dpexp reproduction report"))
     atomic_write_text(Path(results_dir) / f"summary{tag}.json",
                       json.dumps(summary_rows(sections), indent=1) + "\n")
     return md_path, html_path

@@ -1,9 +1,12 @@
 """Tables (Markdown, CSV, LaTeX) with our mean ± std beside the paper's values.
 
 Rows follow the paper's dataset order (then datasets run outside the spec's grid) and the
-spec's algorithm order; columns are named with the display names ("... (not DP)"). The
-footer counts how many of the paper's printed values were shown and compared
-(:class:`dpexp.render.aggregate.ComparisonSummary`): at smoke scale none is compared.
+spec's algorithm order; columns are named with the display names ("... (not DP)"). Beside
+a paper value, at paper scale, its verdict marker (:func:`dpexp.render.aggregate.verdict_mark`:
+✓ reproduced, "✓ (by interval)" reproduced only by the interval, ✗ (explained), ✗
+unexplained; :func:`dpexp.render.aggregate.judge_value`). The footer
+counts how many of the paper's printed values were shown and judged
+(:class:`dpexp.render.aggregate.ComparisonSummary`): at smoke scale none is.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pandas as pd
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.spec import ExperimentSpec
-from dpexp.render.aggregate import comparison_summary
+from dpexp.render.aggregate import CI_LEVEL, INTERVAL_ONLY_MARK, comparison_summary, verdict_mark
 from dpexp.render.frame import RenderContext, param_values, row_param
 from dpexp.render.markup import SMOKE_LABEL, md_escape
 
@@ -87,9 +90,15 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> 
             "ours_mean": sub["mean"].to_numpy(),
             "ours_std": sub["std"].to_numpy(),
             "n": sub["n"].to_numpy(),
+            "ci_low": sub["ci_low"].to_numpy(),
+            "ci_high": sub["ci_high"].to_numpy(),
             "paper": sub["paper_value"].to_numpy(),
+            "paper_std": sub["paper_std"].to_numpy(),
             "diff": sub["diff"].to_numpy(),
             "within_tolerance": sub["within_tolerance"].to_numpy(),
+            "paper_in_ci": sub["paper_in_ci"].to_numpy(),
+            "value_verdict": sub["value_verdict"].to_numpy(),
+            "explanation": sub["explanation"].to_numpy(),
             "verdict": sub["verdict"].to_numpy(),
             "kind": ["diagnostic" if d else "metric" for d in sub["diagnostic"]],
             "not_dp": sub["not_dp"].to_numpy(),
@@ -99,12 +108,19 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> 
     return out
 
 
+def _paper_text(r: pd.Series) -> str:
+    """" (paper V ✓)": the paper's value and, where judged, its verdict marker."""
+    if pd.isna(r["paper"]):
+        return ""
+    w = r["within_tolerance"]
+    within = bool(w) if w in (True, False) else None  # None/NaN: no tolerance or not judged
+    mark = verdict_mark(r["value_verdict"], within)
+    return f" (paper {_fmt(r['paper'])}{' ' + mark if mark else ''})"
+
+
 def _wide(long: pd.DataFrame, fmt: str) -> pd.DataFrame:
     def cell(r):
-        s = fmt.format(mean=r["ours_mean"], std=r["ours_std"])
-        if not pd.isna(r["paper"]):
-            s += f" (paper {_fmt(r['paper'])})"
-        return s
+        return fmt.format(mean=r["ours_mean"], std=r["ours_std"]) + _paper_text(r)
 
     long = long.assign(text=long.apply(cell, axis=1))
     if not (long.groupby("row")["metric"].nunique() > 1).any() and long["metric"].nunique() > 1:
@@ -128,7 +144,8 @@ def _markdown(wide: pd.DataFrame, row_name: str) -> str:
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#",
           "$": r"\$", "{": r"\{", "}": r"\}", "^": r"\textasciicircum{}",
-          "~": r"\textasciitilde{}", "±": r"$\pm$", "ε": r"$\varepsilon$", "—": "--"}
+          "~": r"\textasciitilde{}", "±": r"$\pm$", "ε": r"$\varepsilon$", "—": "--",
+          "✓": r"$\surd$", "✗": r"$\times$"}
 
 
 def _latex_escape(s: str) -> str:
@@ -150,6 +167,22 @@ def _latex(wide: pd.DataFrame, row_name: str, caption: str) -> str:
         body.append(" & ".join(_latex_escape(v) for v in vals) + r" \\")
     body += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_latex_escape(caption)}}}", r"\end{table}"]
     return "\n".join(body) + "\n"
+
+
+def _verdict_legend(long: pd.DataFrame, tolerance: float | None) -> str:
+    """What the markers mean (only when a marker is shown)."""
+    if not long["value_verdict"].notna().any():
+        return ""
+    interval = (f"the paper's value inside our {CI_LEVEL:.0%} interval of the mean, widened by "
+                "the paper's standard error where it prints a std")
+    if tolerance is None:
+        reproduced = f"✓ reproduced ({interval})"
+    else:
+        reproduced = (f"✓ reproduced (within ±{tolerance:g} of the paper's value); "
+                      f"{INTERVAL_ONLY_MARK} farther than ±{tolerance:g} but {interval} (with "
+                      "few noisy runs: not contradicted rather than matched)")
+    return (f"Markers beside the paper's values: {reproduced}; ✗ (explained) a miss the spec "
+            "explains with evidence; ✗ a miss without an explanation.")
 
 
 def _diagnostics_note(long: pd.DataFrame) -> str:
@@ -180,7 +213,9 @@ def render_table(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path, ctx: R
     row_name = _row_name(spec)
     md = [header, "", _markdown(wide, row_name) if len(wide) else "_No cached results for this table's metric._", ""]
     footer = comparison_summary(agg, spec, ctx.scale).text()
-    md += [x for x in (md_escape(footer) if footer else "", _diagnostics_note(long)) if x]
+    tol = spec.paper_values.get("tolerance")
+    legend = _verdict_legend(long, None if tol is None else float(tol)) if len(long) else ""
+    md += [x for x in (md_escape(footer) if footer else "", md_escape(legend), _diagnostics_note(long)) if x]
     out_base.parent.mkdir(parents=True, exist_ok=True)
     # Not with_suffix: a filter tag may contain dots (eps=0.5).
     paths = [out_base.parent / f"{out_base.name}.{ext}" for ext in ("md", "csv", "tex")]

@@ -111,3 +111,18 @@ def test_downsample_averages_every_three_sorted_values():
     col = np.array([9.0, 1, 2, 3, 4, 5, 6, 7, 8])
     np.testing.assert_allclose(downsample_thresholds(col), [2.0, 5.0, 8.0])
     assert downsample_thresholds(np.arange(3000.0), max_bins=32).size == 31
+
+
+def test_gain_with_an_empty_side_is_zero_and_broadcasts():
+    """The masked division of ``square_error_gain``: an empty child contributes 0 (no
+    division by zero), and (nodes, candidates) arrays broadcast against (nodes, 1) totals."""
+    s_left = np.array([[0.0, 1.0, 3.0], [0.0, -2.0, 0.5]])
+    n_left = np.array([[0.0, 1.0, 5.0], [0.0, 2.0, 1.0]])
+    s_tot, n_tot = np.array([[3.0], [-1.0]]), np.array([[5.0], [4.0]])
+    g = square_error_gain(s_left, n_left, s_tot, n_tot)
+    assert g.shape == (2, 3)
+    np.testing.assert_allclose(g[:, 0], 0.0)  # empty left: the split changes nothing
+    np.testing.assert_allclose(g[:, 2][0], 0.0)  # empty right
+    # node 0, candidate 1: 1/1 + 2^2/4 - 3^2/5
+    assert g[0, 1] == pytest.approx(1.0 + 1.0 - 1.8)
+    assert np.all(np.isfinite(g))

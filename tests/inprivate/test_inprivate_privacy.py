@@ -29,11 +29,16 @@ def test_every_tree_costs_epsilon_and_the_ensemble_too(qc):
     assert len(est.messages_) == 6
     for m in est.messages_:
         assert sum(e["epsilon"] for e in m.ledger if "split" in e["what"]) > 0
-        # per chunk (sequential inside): qc + one spend per level + 2 leaf queries = epsilon
-        levels = sorted({e["what"].split(" node")[0] for e in m.ledger if "split" in e["what"]})
-        assert len(levels) == 3  # depth 4 = 3 split levels
-        level_eps = [max(e["epsilon"] for e in m.ledger if e["what"].startswith(lv + " node")) for lv in levels]
-        leaf = [e for e in m.ledger if e["what"].endswith("numerator")][0]["epsilon"]
+        # per chunk (sequential inside): qc + one entry per level (all its nodes, parallel
+        # composition: ``releases`` = nodes of the level) + 2 leaf queries = epsilon
+        splits = [e for e in m.ledger if "split" in e["what"]]
+        assert len(splits) == 3  # depth 4 = 3 split levels, one ledger entry each
+        assert [e.get("releases", 1) for e in splits][0] == 1  # the root level: one node
+        level_eps = [e["epsilon"] for e in splits]
+        leaves = [e for e in m.ledger if "leaves" in e["what"]]
+        assert [e["what"].split()[-1] for e in leaves] == ["numerator", "denominator"]
+        assert all(e.get("releases", 1) == len(m.tree.leaves) for e in leaves)
+        leaf = leaves[0]["epsilon"]
         q = sum(e["epsilon"] for e in m.ledger if "quality" in e["what"] or "chunk size" in e["what"])
         # slot 0 has no predecessor to check: its quality share (10%) stays unspent
         expected = 0.7 if (m.slot > 0 or not qc) else 0.63

@@ -1,7 +1,8 @@
 """DPBoost (Li et al. 2020): GDF + GLC + ensemble of ensembles, with SEQ, PARA and NP.
 
-Modules: :mod:`.estimators` (the estimators on the shared grower), :mod:`.audit`
-(end-to-end audit targets).
+Modules: :mod:`.estimators` (the estimators on the shared grower), :mod:`.honest`
+(DPBoost (clipped): the honestly accounted variant that keeps every row, issue 20),
+:mod:`.audit` (end-to-end audit targets).
 """
 
 from dpexp.registry import AlgorithmInfo, PaperManifest
@@ -33,6 +34,17 @@ MANIFEST = PaperManifest(
             default_params={"mode": "para"},
         ),
         AlgorithmInfo(
+            name="dpboost_honest",
+            targets={
+                "classification": "dpexp.papers.dpboost.honest:HonestDPBoostClassifier",
+                "regression": "dpexp.papers.dpboost.honest:HonestDPBoostRegressor",
+            },
+            private=True, paper=_PAPER,
+            description="DPBoost (clipped), not in the paper: Algorithm 2 with clipped "
+                        "logistic/square gradients instead of GDF, a constant hessian, a noisy "
+                        "initial score and noisy sum/count leaves, all charged to epsilon.",
+        ),
+        AlgorithmInfo(
             name="np_gbdt",
             targets={
                 "classification": f"{_MOD}:NPGBDTClassifier",
@@ -46,11 +58,16 @@ MANIFEST = PaperManifest(
     broken_audit_targets=["dpexp.papers.dpboost.audit:BROKEN_AUDIT_TARGETS"],
     common_test_params={
         "dpboost": {"epsilon": 10.0, "trees_per_ensemble": 5, **_SMALL},
+        "dpboost_honest": {"epsilon": 10.0, "trees_per_ensemble": 5, **_SMALL},
         "np_gbdt": {"min_samples_leaf": 1, **_SMALL},
     },
     expected_failed_checks={
         "dpboost": {"check_regressors_train": (
             "differential privacy: Laplace noise on the leaves (epsilon=10, 5 trees) keeps "
             "the training R^2 below the threshold the check demands")},
+        "dpboost_honest": {"check_regressors_train": (
+            "differential privacy: Laplace noise on the leaf sums and counts and on the "
+            "initial mean (epsilon=10, 5 trees on disjoint subsets of the rows) keeps the "
+            "training R^2 below the threshold the check demands")},
     },
 )

@@ -22,6 +22,15 @@ Neighbours (add/remove one record, docs/PRIVACY.md):
   the label domain from the data (one extreme label rescales every prediction).
 * ``para_n_vs_n_plus_1``: ``n`` vs ``n + 1`` records: PARA's shares (1/2, 1/4, ...) and the
   record-stable partition must not move any other record when one is added.
+* ``dpboost_honest_canary`` / ``dpboost_honest_canary_score`` /
+  ``dpboost_honest_regressor_canary``: DPBoost (clipped) (:mod:`dpexp.papers.dpboost.honest`;
+  the noisy initial score, clipped gradients, noisy leaf sums and counts) with a canary
+  at the edge of the public feature domain (x = 1) that is the only record of class 1 --
+  it moves the class counts of the initial score, the largest gradient of its leaf and
+  its leaf's count at once -- or, for the regressor, carries the extreme label 1 of
+  the public label domain. Releases: classes_, predictions and split structure
+  (discrete), and the real-valued score / prediction at the canary's point. The broken
+  twin ``dpboost_honest_classes_from_y`` reads the label set from ``y``.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from dpexp.papers.dpboost.estimators import DPBoostClassifier, DPBoostRegressor
+from dpexp.papers.dpboost.honest import HonestDPBoostClassifier, HonestDPBoostRegressor
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
 
 #: Budget claimed by the audits (a deterministic leak then shows as a bound of ~3.5-5).
@@ -177,6 +187,18 @@ _X_N = np.array([[0.1], [0.35], [0.6], [0.8], [0.95]])
 _Y_N = np.array([0, 1, 0, 1, 1])
 N_VS_N_PLUS_1 = ((_X_N[:-1], _Y_N[:-1]), (_X_N, _Y_N))
 
+#: Five records of class 0 vs the same plus a canary at the domain edge x = 1 that is the
+#: only record of class 1 (an extreme feature *and* label: it is the whole positive count
+#: of the initial score and the most extreme clipped gradient of its leaf).
+_X_CAN = np.array([[0.1], [0.2], [0.3], [0.45], [0.6], [1.0]])
+_Y_CAN = np.array([0, 0, 0, 0, 0, 1])
+CANARY = ((_X_CAN[:-1], _Y_CAN[:-1]), (_X_CAN, _Y_CAN))
+#: Regression: labels in the public domain [0, 1]; the canary at x = 1 has the label 1.
+_X_CAN_REG = np.array([[0.1], [0.3], [0.5], [0.7], [1.0]])
+_Y_CAN_REG = np.array([0.0, 0.1, 0.0, 0.1, 1.0])
+CANARY_REG = ((_X_CAN_REG[:-1], _Y_CAN_REG[:-1]), (_X_CAN_REG, _Y_CAN_REG))
+CANARY_POINT = np.array([[1.0]])
+
 PROBE = np.array([[0.15], [0.5], [0.9]])
 _META = tiny_public_metadata()
 _TREES = {"n_trees": 2, "max_depth": 1, "learning_rate": 0.3}
@@ -200,6 +222,41 @@ def _regressor(mode: str, label_domain: tuple[float, float] | None
                                 **_TREES, **_META)
 
     return make
+
+
+def _honest(classes: Sequence[Any] | None = CLASSES
+            ) -> Callable[[np.random.Generator], HonestDPBoostClassifier]:
+    def make(noise: np.random.Generator) -> HonestDPBoostClassifier:
+        return HonestDPBoostClassifier(trees_per_ensemble=2, classes=classes,
+                                       random_state=STRUCTURE_SEED, noise_rng=noise,
+                                       **_TREES, **_META)
+
+    return make
+
+
+def _honest_regressor(noise: np.random.Generator) -> HonestDPBoostRegressor:
+    return HonestDPBoostRegressor(trees_per_ensemble=2, label_domain=(0.0, 1.0),
+                                  random_state=STRUCTURE_SEED, noise_rng=noise,
+                                  **_TREES, **_META)
+
+
+def score_release(make: Callable[[np.random.Generator], Any], point: np.ndarray
+                  ) -> Callable[..., np.ndarray]:
+    """A release that fits ``make(noise_rng)`` per draw and returns the real-valued
+    ``decision_function(point)[0]`` (the initial score plus every tree's leaf there)."""
+
+    def release(data: tuple[np.ndarray, np.ndarray], *, epsilon: float, delta: float,
+                rng: np.random.Generator, size: int) -> np.ndarray:
+        X, y = data
+        out = np.empty(size)
+        for i, noise in enumerate(noise_children(rng, size)):
+            est = make(noise).set_params(epsilon=epsilon)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out[i] = float(est.fit(X, y).decision_function(point[:1])[0])
+        return out
+
+    return release
 
 
 def _target(name: str, algorithm: str, release: Callable[..., np.ndarray], datasets: Sequence,
@@ -234,6 +291,29 @@ AUDIT_TARGETS: list[AuditTarget] = [
         "stable partition keeps every other record's tree; release = classes_, predictions, "
         "split structure",
     ),
+    _target(
+        "dpboost_honest_canary", "dpboost_honest",
+        discrete_release(_honest(), PROBE), CANARY,
+        "DPBoost (clipped) classifier (noisy initial log-odds, 2 trees in one ensemble, depth "
+        "1, noisy leaf sums/counts), declared classes: a canary at the domain edge x = 1, the "
+        "only record of class 1, added; release = classes_, predictions on 3 probes, "
+        "predict_proba width, split structure",
+    ),
+    _target(
+        "dpboost_honest_canary_score", "dpboost_honest",
+        score_release(_honest(), CANARY_POINT), CANARY,
+        "DPBoost (clipped) classifier as dpboost_honest_canary; release = the real-valued "
+        "score (initial log-odds + leaves) at the canary's point x = 1",
+        output="real",
+    ),
+    _target(
+        "dpboost_honest_regressor_canary", "dpboost_honest",
+        real_release(_honest_regressor, CANARY_POINT), CANARY_REG,
+        "DPBoost (clipped) regressor (noisy initial mean, clipped square-loss gradients), "
+        "public label domain [0, 1]: a canary at x = 1 with the edge label 1 added; release "
+        "= the prediction at its point",
+        output="real",
+    ),
 ]
 
 BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
@@ -250,5 +330,13 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
         "SEQ regressor WITHOUT a declared label domain (scaled by the data range): one "
         "extreme label rescales every prediction (must be flagged)",
         output="real", expected_to_pass=False,
+    ),
+    _target(
+        "dpboost_honest_classes_from_y", "dpboost_honest",
+        discrete_release(_honest(classes=None), PROBE), CANARY,
+        "DPBoost (clipped) classifier WITHOUT declared classes (label set read from y): "
+        "adding the canary, the only record of class 1, changes what the fit releases "
+        "(must be flagged)",
+        expected_to_pass=False,
     ),
 ]

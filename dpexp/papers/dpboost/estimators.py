@@ -18,6 +18,28 @@ histogram grower (:mod:`dpexp.trees.grower`).
 * :class:`NPGBDTClassifier`/``Regressor``: the same engine with the greedy split and the
   exact leaf (Eq. 4), same depth, lambda and learning rate.
 
+Options for the ablation towards the authors' code (issue 20; every default is the paper's
+text, each non-private option marks the fit not DP through the accountant):
+
+* ``objective="authors"``: the objective of the authors' fork for the task, in place of
+  ``loss`` with ``h = 1``: classification LightGBM's ``binary`` (logistic loss with exact
+  hessians ``p(1-p)``, not the ``h = 1`` of Section 4 the sensitivities of Lemmas 1-2
+  assume -- not DP); regression LightGBM's ``regression`` (square loss, whose exact
+  hessian is 1: the paper's own setting, still DP).
+* ``exact_growth=True``: the fork's tree growth (``serial_tree_learner.cpp``,
+  ``feature_histogram.hpp``): candidates whose exact gain does not beat the parent's score
+  or that leave a child with fewer than ``min_child_samples`` rows get probability 0, a node
+  with no such candidate stays a leaf, and at most ``num_leaves`` leaves are kept, the
+  nodes with the largest exact gain split first (per depth here: the grower is level-wise,
+  the fork leaf-wise) -- not DP.
+* ``init_score="mean"``: the exact label mean (log-odds for the logistic loss) as the
+  initial score, as LightGBM's ``boost_from_average`` -- not DP. ``init_score="authors"``:
+  what the authors' run scripts do (``run_exp.py``): the mean for regression (branch master
+  keeps ``boost_from_average``), 0 for classification (``boost_from_average: False``).
+* ``split_budget_divisor=4``: ``epsilon_nleaf = epsilon_t / (4 Depth_max)`` per depth, the
+  fork's split budget (half of the tree budget halved again); still DP (it spends less).
+* ``learning_rate=0.1`` and ``binning="quantile"`` were already parameters.
+
 Note on the subset formula: Algorithm 2 writes ``te = t mod Te`` with ``t`` from 1, which
 would give the *last* tree of an ensemble (``te = 0``) the largest share and shares that
 do not sum to one; we use the 0-based position, for which the shares
@@ -48,11 +70,12 @@ from dpexp.boosting.gbdt import (
 )
 from dpexp.boosting.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
 from dpexp.errors import check_epsilon
-from dpexp.privacy import Accountant, record_partition
+from dpexp.privacy import Accountant, exponential_mechanism, record_partition
 from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
-from dpexp.trees.grower import GrowWorkspace, grow_tree
+from dpexp.trees.grower import GrowWorkspace, SplitContext, grow_tree
 from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
+from dpexp.trees.split_search import split_gains
 
 MODES = ("dpboost", "seq", "para")
 
@@ -128,9 +151,105 @@ def gradients(F: np.ndarray, y: np.ndarray, loss: str, out: np.ndarray | None = 
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
 
 
+OBJECTIVES = ("paper", "authors")
+INIT_SCORES = ("zero", "mean", "authors")
+
+
+def exact_hessians(F: np.ndarray, loss: str, out: np.ndarray) -> np.ndarray:
+    """The loss's true second derivative at ``F`` into ``out``: 1 for the square loss,
+    ``p (1 - p)`` with ``p = 1 / (1 + exp(-F))`` for the logistic loss (LightGBM's binary
+    objective, which the authors' classification branch uses)."""
+    if loss == "square":
+        out[...] = 1.0
+        return out
+    p = 1.0 / (1.0 + np.exp(-np.clip(F, -700, 700)))
+    np.multiply(p, 1.0 - p, out=out)
+    return out
+
+
+def mean_initial_score(y: np.ndarray, loss: str) -> float:
+    """The exact, non-private initial score of LightGBM's ``boost_from_average``: the label
+    mean (square loss) or the log-odds of the share of ``+1`` labels (logistic loss)."""
+    if loss == "square":
+        return float(np.mean(y)) if y.size else 0.0
+    p = float(np.mean(y > 0)) if y.size else 0.5
+    p = min(max(p, 1e-15), 1.0 - 1e-15)
+    return math.log(p / (1.0 - p))
+
+
 def gdf_mask(gradients: np.ndarray, g_star: float) -> np.ndarray:
     """Gradient-based data filtering (Section 3.1): keep the rows with ``|g| <= g*_l``."""
     return np.abs(gradients) <= g_star
+
+
+class PrunedExponentialSplit:
+    """The authors' split step (``exact_growth=True``; not DP): the exponential mechanism
+    of Algorithm 1 over the candidates the fork leaves a non-zero probability, chosen with
+    the exact gains.
+
+    A candidate is kept when its exact gain beats the parent's score
+    ``G^2/(H + lambda)`` and both children have ``>= min_child_samples`` rows (the row
+    count is the last statistic, ``unit_last``); a node with no kept candidate becomes a
+    leaf. ``num_leaves`` caps the tree's leaves: per depth, only the nodes with the largest
+    exact best gain split while the leaf count allows (LightGBM grows leaf-wise; the shared
+    grower is level-wise). Spends ``epsilon`` once per depth (the split nodes hold
+    disjoint rows) with sensitivity ``Delta G``, as :class:`ExponentialSplit`; the fit is
+    marked not DP by the estimator because the kept set and the stopping read the private
+    gains.
+    """
+
+    def __init__(self, reg_lambda: float, epsilon: float, sensitivity: float,
+                 min_child_samples: int, num_leaves: int | None) -> None:
+        self.reg_lambda, self.epsilon, self.sensitivity = reg_lambda, epsilon, sensitivity
+        self.min_child_samples, self.num_leaves = min_child_samples, num_leaves
+        self._closed = 0  # leaves closed at earlier depths of the current tree
+
+    def _kept(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
+        """Exact gain over the parent ``(n_nodes, d, B-1)`` and the kept-candidate mask."""
+        gains = split_gains(ctx.hist, self.reg_lambda, ctx.n_candidates)
+        parent = ctx.totals[:, 0] ** 2 / (ctx.totals[:, 1] + self.reg_lambda)
+        delta = gains - parent[:, None, None]
+        left = np.cumsum(ctx.hist[..., -1], axis=2)[..., :-1]  # rows going left
+        right = ctx.totals[:, -1][:, None, None] - left
+        m = self.min_child_samples
+        with np.errstate(invalid="ignore"):  # NaN = not a candidate: never kept
+            keep = (delta > 0) & (left >= m) & (right >= m)
+        return delta, keep
+
+    def __call__(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
+        if ctx.depth == 0:
+            self._closed = 0
+        n = ctx.n_nodes
+        feat, bins = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        n_cand = ctx.hist.shape[2] - 1
+        if n_cand <= 0:
+            self._closed += n
+            return feat, bins
+        delta, keep = self._kept(ctx)
+        best = np.where(keep, delta, -np.inf).reshape(n, -1).max(axis=1)
+        order = np.argsort(-best, kind="stable")
+        splittable = order[np.isfinite(best[order])]
+        if self.num_leaves is not None:
+            # every open node is at least one leaf; each split adds one more
+            room = max(0, int(self.num_leaves) - self._closed - n)
+            splittable = splittable[:room]
+        self._closed += n - splittable.size
+        if splittable.size == 0:
+            return feat, bins
+        ctx.accountant.spend(
+            self.epsilon, releases=int(splittable.size),
+            what=f"{ctx.label} depth {ctx.depth} splits (pruned candidates)",
+            nodes=[int(ctx.node_ids[j]) for j in splittable], mechanism="exponential",
+            sensitivity=self.sensitivity,
+        )
+        for j in splittable:
+            idx = np.flatnonzero(keep[j].ravel())
+            util = (delta[j].reshape(-1))[idx]
+            c = int(idx[int(exponential_mechanism(util, epsilon=self.epsilon,
+                                                  sensitivity=self.sensitivity,
+                                                  rng=ctx.rng))])
+            feat[j], bins[j] = c // n_cand, c % n_cand
+        return feat, bins
 
 
 # ----------------------------------------------------------------------------- estimators
@@ -210,11 +329,13 @@ class _BoostingBase(BaseEstimator):
 
     def _decision(self, X) -> np.ndarray:
         X = self._raw(X)
-        return raw_predict(self.trees_, float(self.learning_rate), X)
+        return raw_predict(self.trees_, float(self.learning_rate), X,
+                           init=getattr(self, "init_score_", 0.0))
 
     def _staged_decision(self, X) -> Iterator[np.ndarray]:
         X = self._raw(X)
-        yield from staged_raw_predict(self.trees_, float(self.learning_rate), X)
+        yield from staged_raw_predict(self.trees_, float(self.learning_rate), X,
+                                      init=getattr(self, "init_score_", 0.0))
 
 
 class _DPBoostMixin:
@@ -239,13 +360,17 @@ class _DPBoostMixin:
             raise ValueError(f"g_star must be > 0, got {g_star!r}")
         acc = Accountant(epsilon=eps)
         self.accountant_ = acc
+        exact_h, divisor, init_mean = self._check_original_options(acc)
         n = data.n_rows
-        F = np.zeros(n)
-        stats = np.empty((n, 2))
-        stats[:, 1] = 1.0  # h = 1 (Section 4)
+        self.init_score_ = mean_initial_score(y, self.loss_) if init_mean else 0.0
+        F = np.full(n, self.init_score_)
+        # columns: g, h, and (exact hessians only) the row count the grower counts
+        stats = np.empty((n, 3 if exact_h else 2))
+        stats[:, -1] = 1.0  # h = 1 (Section 4), or the count column
         eps_t = per_tree_budget(mode, eps, T, Te)
         glc = bool(self.glc) and mode == "dpboost"
-        split = ExponentialSplit(lam, eps_t / (2 * D), split_sensitivity(g_star)) if D else None
+        split = self._split_policy(lam, eps_t / (divisor * D), split_sensitivity(g_star)) \
+            if D else None
         part_ss = streams.structure
         tree_rngs = streams.noise_generators(T)
         trees, offered, used = [], [], []
@@ -256,7 +381,9 @@ class _DPBoostMixin:
             # t_glc: the iteration index GLC decays with (the tree's 1-based position in
             # its ensemble when glc_per_ensemble, else t; only mode "dpboost" clips)
             t_glc = t if t_glc is None or not self.glc_per_ensemble else t_glc
-            gradients(F, y, self.loss, out=stats[:, 0])
+            gradients(F, y, self.loss_, out=stats[:, 0])
+            if exact_h:
+                exact_hessians(F, self.loss_, out=stats[:, 1])
             if bool(self.gdf):
                 keep = rows[gdf_mask(stats[rows, 0], g_star)]
             else:  # no filter: clip instead, so |g| <= g* as the split and leaf
@@ -317,6 +444,45 @@ class _DPBoostMixin:
         }
         return trees, diag
 
+    def _check_original_options(self, acc: Accountant) -> tuple[bool, float]:
+        """Validate the ablation options (module docstring) and mark the fit not DP for
+        each non-private one; returns (exact hessians in use, split budget divisor, initial
+        score = the exact label mean)."""
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        authors = self.objective == "authors"
+        # the loss the fit uses (predict_proba reads it): the fork's for the task, or `loss`
+        self.loss_ = self._AUTHORS_LOSS if authors else self.loss
+        if self.init_score not in INIT_SCORES:
+            raise ValueError(f"init_score must be one of {INIT_SCORES}, got {self.init_score!r}")
+        try:
+            divisor = float(self.split_budget_divisor)
+        except (TypeError, ValueError):
+            divisor = float("nan")
+        if not (math.isfinite(divisor) and divisor >= 2):  # < 2 would overspend epsilon_t
+            raise ValueError("split_budget_divisor must be a number >= 2 (2: the paper's "
+                             f"epsilon_t / (2 Depth_max)), got {self.split_budget_divisor!r}")
+        if int(self.min_child_samples) < 0:
+            raise ValueError(f"min_child_samples must be >= 0, got {self.min_child_samples!r}")
+        if self.num_leaves is not None and int(self.num_leaves) < 1:
+            raise ValueError(f"num_leaves must be >= 1 or None, got {self.num_leaves!r}")
+        # the square loss's hessian is exactly 1: exact hessians change nothing there
+        exact_h = authors and self.loss_ != "square"
+        init_mean = self.init_score == "mean" or (
+            self.init_score == "authors" and self._AUTHORS_INIT == "mean")
+        for reason in not_dp_reasons(exact_hessian=exact_h, exact_growth=bool(self.exact_growth),
+                                     mean_init=init_mean):
+            acc.mark_not_dp(reason)
+        return exact_h, divisor, init_mean
+
+    def _split_policy(self, lam: float, eps_node: float, sensitivity: float):
+        """Algorithm 1's exponential split, or the fork's pruned one (``exact_growth``)."""
+        if not bool(self.exact_growth):
+            return ExponentialSplit(lam, eps_node, sensitivity)
+        return PrunedExponentialSplit(
+            lam, eps_node, sensitivity, int(self.min_child_samples),
+            None if self.num_leaves is None else int(self.num_leaves))
+
 
 class _NPMixin:
     """The non-private fit loop (NP): greedy splits, exact leaves, all rows every tree."""
@@ -351,6 +517,9 @@ class _NPMixin:
 class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
     """Binary classification with square loss on labels mapped to {-1, +1} (Section 4)."""
 
+    _AUTHORS_LOSS = "logistic"  # the fork's branch binary-classification: objective=binary
+    _AUTHORS_INIT = "zero"  # its run_exp.py sets boost_from_average False
+
     def staged_decision_function(self, X) -> Iterator[np.ndarray]:
         yield from self._staged_decision(X)
 
@@ -363,7 +532,7 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
         ``classes_[1]``.
         """
         F = self._decision(X)
-        if self.loss == "logistic":
+        if getattr(self, "loss_", self.loss) == "logistic":
             p1 = 1.0 / (1.0 + np.exp(-np.clip(F, -700.0, 700.0)))
             return np.column_stack([1.0 - p1, p1])
         return proba_from_pm1_score(F)
@@ -377,6 +546,9 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
 
 class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
     """Regression with labels scaled to [-1, 1] by the public label domain (Section 4)."""
+
+    _AUTHORS_LOSS = "square"  # the fork's branch master: objective=regression
+    _AUTHORS_INIT = "mean"  # its run_exp.py keeps LightGBM's boost_from_average (label mean)
 
     def _fit_targets(self, X, y):
         if self.loss != "square":
@@ -433,6 +605,10 @@ class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
     sensitivity follows the same index, so privacy holds either way. With one ensemble
     the two are the same. ``binning="domain"`` takes candidate splits
     from the public ``feature_domain``; ``"quantile"`` from the data (not private).
+    ``objective``, ``exact_growth`` (with ``min_child_samples``, ``num_leaves``),
+    ``init_score`` and ``split_budget_divisor``: the authors' code's behaviours beyond the
+    paper's text (module docstring); the defaults are the paper's (``loss`` with h = 1, Algorithm 1's
+    growth to the maximum depth, initial score 0, ``epsilon_t / (2 Depth_max)``).
     ``classes``: the public label set (exactly two labels); ``classes_`` is it, whatever
     labels the training fold holds.
     """
@@ -442,7 +618,8 @@ class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
                  glc=True, glc_per_ensemble=True, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, classes=None, random_state=None, noise_rng=None,
-                 accountant=None):
+                 accountant=None, objective="paper", exact_growth=False, min_child_samples=20,
+                 num_leaves=None, init_score="zero", split_budget_divisor=2):
         _init(self, locals())
 
 
@@ -453,7 +630,9 @@ class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
                  max_depth=6, learning_rate=0.01, reg_lambda=0.1, g_star=1.0, gdf=True,
                  glc=True, glc_per_ensemble=True, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
-                 label_domain=None, random_state=None, noise_rng=None, accountant=None):
+                 label_domain=None, random_state=None, noise_rng=None, accountant=None,
+                 objective="paper", exact_growth=False, min_child_samples=20, num_leaves=None,
+                 init_score="zero", split_budget_divisor=2):
         _init(self, locals())
 
 

@@ -12,7 +12,12 @@ Each is ``f(ctx) -> dict[str, float]`` (see :mod:`dpexp.experiments.procedures`)
   (exp(eps u / (2 exp(-j eps)))) and under ROSNAM (exp(eps f_c)), for counts
   ``params['f_a']``, ``params['f_b']`` at the cell's epsilon (0.1 in the addendum).
 
-These are exact closed forms, not simulations; ``tests/fletcher`` checks them against the
+* ``fletcher_fs_as_discrete``: ablation for Fig. 11 (issue 21): FS run with every feature
+  treated as discrete (each distinct value of train and test a category), i.e. FS's own
+  discrete-only algorithm applied to continuous data, beside the train-majority rate. The
+  categories come from the data: an ablation, not a DP release.
+
+The table procedures are exact closed forms, not simulations; ``tests/fletcher`` checks them against the
 printed values and checks the closed forms against simulations of the mechanisms.
 """
 
@@ -84,6 +89,48 @@ def fletcher_table6(ctx) -> dict[str, float]:
     }
 
 
+def _rank_codes(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every column coded 0..k-1 over the distinct values of train and test together."""
+    both = np.vstack([np.asarray(X_train, np.float64), np.asarray(X_test, np.float64)])
+    codes = np.empty_like(both)
+    sizes = np.empty(both.shape[1], dtype=np.int64)
+    for j in range(both.shape[1]):
+        values, codes[:, j] = np.unique(both[:, j], return_inverse=True)
+        sizes[j] = values.size
+    n = np.asarray(X_train).shape[0]
+    return codes[:n], codes[n:], sizes
+
+
+def fletcher_fs_as_discrete(ctx) -> dict[str, float]:
+    """FS (Friedman & Schuster, Section 5.2 of the paper) with continuous features as categories.
+
+    Tests the explanation of the paper's FS values on continuous data (Fig. 11): with a
+    feature's every value a category, the largest domain ``t`` makes FS's stopping rule
+    ``N / (t |C|) < sqrt(2) / epsilon'`` fire at the root, so the tree predicts one label
+    and its accuracy is about the majority rate. Returns that accuracy, the accuracy of the
+    training fold's majority label, and the largest domain size.
+    """
+    from dpexp.papers.fletcher.comparators import FSTreeClassifier
+
+    Xtr, Xte, sizes = _rank_codes(ctx.X_train, ctx.X_test)
+    classes = ctx.dataset.public_metadata().get("classes")
+    fs = FSTreeClassifier(
+        epsilon=ctx.epsilon, max_depth=int(ctx.params.get("max_depth", 5)),
+        feature_domain=[[0.0, float(k - 1)] for k in sizes],
+        categorical_features=np.ones(sizes.size, bool),
+        n_categories=sizes, classes=classes, random_state=ctx.random_state,
+        noise_rng=ctx.rng,
+    )
+    fs.fit(Xtr, ctx.y_train)
+    y_test = np.asarray(ctx.y_test)
+    values, counts = np.unique(ctx.y_train, return_counts=True)
+    return {
+        "accuracy": float(np.mean(fs.predict(Xte) == y_test)),
+        "majority_accuracy": float(np.mean(y_test == values[np.argmax(counts)])),
+        "largest_domain": float(sizes.max()),
+    }
+
+
 for _fn in (fletcher_table2, fletcher_table5, fletcher_table6):
     _fn.needs_data = False
 fletcher_table4.uses_epsilon = False
@@ -93,4 +140,5 @@ PROCEDURES = {
     "fletcher_table4": fletcher_table4,
     "fletcher_table5": fletcher_table5,
     "fletcher_table6": fletcher_table6,
+    "fletcher_fs_as_discrete": fletcher_fs_as_discrete,
 }

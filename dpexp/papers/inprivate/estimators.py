@@ -17,7 +17,11 @@ Privacy" (INFOCOM 2018), ``shared/papers/inprivate-digging-zhao-2018.txt``.
   disjoint records (parallel composition).
 * **Boosting across owners** (Section VI-A, Algorithm 2): ``N`` participants in a fixed
   order; each trains one tree on her own records with the residuals of all previous trees
-  and passes the ensemble on (Eq. 16, no shrinkage by default). **Rounds** (Section
+  and passes the ensemble on (Eq. 16, no shrinkage by default: the text implies none, and
+  with depth-10 trees of ~2 records per leaf the full-step leaf noise adds up over the
+  trees, so the regression error of Fig. 5 grows with N; ``quality_control`` is the
+  corrective step the text does describe, ``learning_rate < 1`` an ablation -- see
+  ``docs/estimators/inprivate.md``). **Rounds** (Section
   VI-B): round ``r`` uses and removes half of each participant's remaining records, so
   every tree sees a disjoint chunk; ``final_round="rest"`` (our default) lets the last
   permitted round use the whole remainder, ``"half"`` is the strict halving rule.
@@ -340,10 +344,14 @@ _DOC_PARAMS = """
     depth: levels of a tree, root included (Section VII: 10); d - 1 split levels.
     internal_fraction: epsilon_1 / epsilon_tree (the paper does not fix it).
     residual_clip: residuals clipped to [-c, c]; the paper's sensitivities hold for c = 1.
-    learning_rate: 1.0 = Eq. (16) without shrinkage.
-    quality_control: reject a tree whose released improvement on the next owner's chunk
-        is below quality_tolerance per record; advance_threshold: p (None = run all rounds);
-        quality_fraction: share of each chunk's epsilon for these releases.
+    learning_rate: 1.0 = Eq. (16) as printed (full step; Section III-B: "an accumulation
+        of ... the steps"). < 1 is Friedman's shrinkage (the paper's ref. [21], Section 5),
+        which the paper never mentions: an ablation, not the paper's algorithm.
+    quality_control: the control of Section VI-B ("each data owner trains a new tree ...
+        and tests its performance", Fig. 3): reject a tree whose released improvement on
+        the next owner's chunk is below quality_tolerance per record -- the only corrective
+        step of Algorithm 2 the text describes; advance_threshold: p (None = run all
+        rounds); quality_fraction: share of each chunk's epsilon for these releases.
     binning: "domain" (public grid of max_bins bins, private) or "downsample" (Section V-A,
         NOT private). leaf_denominator_floor: post-processing of the noisy denominator
         (None: the scale of its Laplace noise, at least 1).

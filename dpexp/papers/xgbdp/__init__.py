@@ -1,8 +1,9 @@
 """XGBoost-DP (Shi et al. 2021), its Table 2 comparators (DP random forest, DP AdaBoost
 of XGBoost-DP trees) and their non-private twins.
 
-Modules: :mod:`.estimators` (XGBoost-DP), :mod:`.comparators`, :mod:`.procedures`
-(feature importance, ROC), :mod:`.audit`.
+Modules: :mod:`.estimators` (XGBoost-DP), :mod:`.comparators`, :mod:`.libraries` (the
+real XGBoost / scikit-learn models for the no_noise row), :mod:`.procedures` (feature
+importance, ROC), :mod:`.audit`.
 """
 
 from dpexp.registry import AlgorithmInfo, PaperManifest
@@ -10,6 +11,7 @@ from dpexp.registry import AlgorithmInfo, PaperManifest
 _PAPER = "xgboost-dp-shi-2021"
 _MOD = "dpexp.papers.xgbdp.estimators"
 _COMP = "dpexp.papers.xgbdp.comparators"
+_LIB = "dpexp.papers.xgbdp.libraries"
 #: Why ``xgboost_dp_paper`` is not DP (also what its fits' accountants say).
 PAPER_NOT_DP = ("Table 1 step 5 selects features by the importance of a non-private model "
                 "fitted on the private training data (no noise)")
@@ -20,7 +22,13 @@ def _info(name: str, cls: str, private: bool, description: str) -> AlgorithmInfo
                          private=private, paper=_PAPER, description=description)
 
 
+def _library(name: str, cls: str, description: str, requires: tuple[str, ...] = ()) -> AlgorithmInfo:
+    return AlgorithmInfo(name=name, targets={"classification": f"{_LIB}:{cls}"}, private=False,
+                         paper=_PAPER, description=description, requires=requires)
+
+
 _SMALL = {"n_trees": 3, "max_depth": 3}
+_SMALL_LIB = {"n_estimators": 5, "max_depth": 3}
 
 MANIFEST = PaperManifest(
     paper=_PAPER,
@@ -53,6 +61,15 @@ MANIFEST = PaperManifest(
               "Non-private twin of dp_rf_xgbdp (Table 2 no_noise row)."),
         _info("np_xgb_tree_adaboost", "NPAdaBoostXGBDPClassifier", False,
               "Non-private twin of dp_adaboost (Table 2 no_noise row)."),
+        _library("lib_xgboost", "LibraryXGBoostClassifier",
+                 "The real XGBoost (xgboost.XGBClassifier), library defaults unless set; "
+                 "not DP (Table 2 no_noise row).", requires=("xgboost",)),
+        _library("lib_random_forest", "LibraryRandomForestClassifier",
+                 "scikit-learn's RandomForestClassifier, library defaults unless set; not DP "
+                 "(Table 2 no_noise row)."),
+        _library("lib_adaboost", "LibraryAdaBoostClassifier",
+                 "scikit-learn's AdaBoostClassifier (decision-tree weak learner of depth "
+                 "max_depth, default a stump); not DP (Table 2 no_noise row)."),
     ],
     procedures={
         "xgbdp_feature_importance": "dpexp.papers.xgbdp.procedures:xgbdp_feature_importance",
@@ -68,5 +85,8 @@ MANIFEST = PaperManifest(
         "np_xgboost": dict(_SMALL),
         "np_xgb_tree_rf": dict(_SMALL),
         "np_xgb_tree_adaboost": dict(_SMALL),
+        "lib_xgboost": dict(_SMALL_LIB),
+        "lib_random_forest": dict(_SMALL_LIB),
+        "lib_adaboost": dict(_SMALL_LIB),
     },
 )

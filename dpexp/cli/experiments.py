@@ -1,0 +1,109 @@
+"""``dpexp list``, ``show`` and ``validate``: the experiment catalogue (reads only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dpexp.cli._common import ResultsDir, dirs, err, guarded, out
+
+
+def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
+    """Per scale: cells of the spec's grid (seed 0), how many of them are done, and every
+    done cell (all seeds and overrides), from the cache and the committed results alike
+    (the same source as ``results``/``render``/``report``)."""
+    from dpexp.experiments.cells import expand
+    from dpexp.experiments.results import cached_keys
+
+    counts = {}
+    for sc in ("smoke", "paper"):
+        grid = {c.key for c in expand(spec.at_scale(sc), sc)}
+        done = cached_keys(spec, sc, rdir)
+        counts[sc] = {"grid": len(grid), "grid_cached": len(grid & done), "cached": len(done)}
+    return counts
+
+
+def _done(c: dict[str, int]) -> str:
+    """``grid cells done/grid``, and ``+N`` cells outside the grid (other seeds, overrides)."""
+    extra = c["cached"] - c["grid_cached"]
+    return f"{c['grid_cached']}/{c['grid']}" + (f" +{extra}" if extra else "")
+
+
+@guarded
+def list_experiments(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    results_dir: ResultsDir = None,
+):
+    """Every experiment with its paper, artefact, size and cached cells."""
+    from dpexp.experiments.spec import load_catalog
+
+    rdir, _ = dirs(results_dir, None)
+    catalog = load_catalog()
+    rows = []
+    for s in catalog.specs.values():
+        counts = _cell_counts(s, rdir)
+        rows.append({
+            "id": s.id, "aliases": s.aliases, "paper": s.paper, "artefact": s.artefact,
+            "caption": s.caption, "datasets": [d.key for d in s.datasets],
+            "algorithms": [a.label for a in s.algorithms],
+            "cached_scales": [sc for sc, c in counts.items() if c["cached"]], "cells": counts,
+        })
+    broken = {stem: str(exc) for stem, exc in catalog.errors.items()}
+    if as_json:
+        typer.echo(json.dumps(rows + [{"id": k, "error": v} for k, v in broken.items()], indent=2))
+        return
+    # Narrow columns (counts, not lists) so the table reads at 80 columns; `dpexp show
+    # EXP` has the datasets and algorithms.
+    t = Table("experiment", "artefact", "data x algos", "done smoke / paper", box=None, pad_edge=False)
+    for r in rows:
+        name = r["id"] + (f" ({', '.join(r['aliases'])})" if r["aliases"] else "")
+        c = r["cells"]
+        t.add_row(escape(name), escape(r["artefact"]), f"{len(r['datasets'])} x {len(r['algorithms'])}",
+                  f"{_done(c['smoke'])} / {_done(c['paper'])}")
+    out.print(t)
+    for stem, msg in broken.items():
+        err.print(f"[yellow]broken spec[/] {escape(stem)}: {escape(msg)}", highlight=False)
+
+
+@guarded
+def show(experiment: Annotated[str, typer.Argument(help="Experiment id or alias.")]):
+    """Show a spec (and which spec an alias resolves to)."""
+    from dpexp.experiments.spec import resolve
+
+    spec = resolve(experiment)
+    if experiment != spec.id:
+        out.print(f"[bold]{experiment}[/] is an alias of [bold]{spec.id}[/]")
+    out.print(f"[bold]{spec.id}[/] — {spec.artefact} of {spec.paper} ({spec.path})")
+    typer.echo(spec.path.read_text())
+
+
+@guarded
+def validate():
+    """Validate every experiment spec and the dataset registry."""
+    from dpexp.datasets.registry import all_datasets
+    from dpexp.errors import SpecError, UnknownNameError
+    from dpexp.experiments.procedures import get_procedure
+    from dpexp.experiments.spec import alias_map, load_catalog
+    from dpexp.registry import get_algorithm
+
+    reg = all_datasets()
+    catalog = load_catalog()
+    if catalog.errors:  # list and run skip broken files; validate reports them
+        raise next(iter(catalog.errors.values()))
+    specs = catalog.specs
+    alias_map(specs)
+    for s in specs.values():
+        for d in s.datasets:
+            if d.name not in reg:
+                raise SpecError(f"{s.path.name}: datasets: {UnknownNameError('dataset', d.name, reg)}")
+        for a in s.algorithms:
+            get_algorithm(a.name) if a.name else get_procedure(a.procedure)
+        for sc in s.scales:
+            s.at_scale(sc)
+    out.print(f"ok: {len(specs)} experiment specs, {len(reg)} datasets")
+

@@ -1,0 +1,154 @@
+"""The self-contained HTML of ``dpexp report`` (issue 19): Markdown blocks rendered by
+markdown-it-py, plus the verdict table built here with every piece of data escaped.
+
+Raw HTML stays disabled in the Markdown renderer, so nothing a spec says can inject markup;
+the only HTML that is not rendered Markdown is what :func:`verdict_table` and
+:func:`page` build, from escaped text. Colours carry the verdicts: green reproduced/pass,
+amber explained, red unexplained/fail, grey not run or not evaluated (smoke).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpexp.render.markup import embed_images
+
+#: CSS classes of a verdict (the same in the verdict table and the per-artefact sections).
+GOOD, WARN, BAD, NONE = "v-good", "v-warn", "v-bad", "v-none"
+
+_STYLE = (
+    "body{font-family:sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;line-height:1.4}"
+    "table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}"
+    "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}"
+    "code{background:#f3f3f3}"
+    # The caveat box: not-DP rows and data-derived domains must be seen, not skimmed.
+    "blockquote{border-left:5px solid #c0392b;background:#fdf0ef;margin:1em 0;padding:0.4em 1em}"
+    f".{GOOD}{{background:#d4efd4}}.{WARN}{{background:#ffe9b3}}.{BAD}{{background:#f6c9c6}}"
+    f".{NONE}{{background:#ececec;color:#555}}"
+    "table.verdicts td.n{text-align:right;white-space:nowrap}"
+    "table.verdicts td:nth-child(2){white-space:nowrap}"
+    "table.verdicts tr.paper th{text-align:left;background:#dde6f0}"
+    "li.v-good,li.v-warn,li.v-bad,li.v-none{padding:1px 4px;margin:2px 0}"
+)
+
+#: How a cell or list item of rendered Markdown starts -> its verdict class.
+_CELL_CLASS = {"reproduced": GOOD, "explained": WARN, "unexplained": BAD,
+               "not compared": NONE, "diagnostic": NONE, "no tolerance": NONE}
+_ITEM_CLASS = {"**✓ pass**": GOOD, "**✗ fail**": BAD, "**✗ fail (explained)**": WARN,
+               "**·": NONE, "**?": NONE}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of the report: Markdown (for REPORT.md and, rendered, for the HTML),
+    optionally trusted HTML to use instead in the HTML, and an anchor id that the block's
+    first heading carries (``#dpboost-fig2``)."""
+
+    markdown: str
+    html: str | None = None
+    anchor: str | None = None
+
+
+def _markdown_it():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+
+
+def _class_of(content: str, table: dict[str, str]) -> str | None:
+    # Longest prefix first, so "**✗ fail (explained)**" is not read as "**✗ fail**".
+    for prefix in sorted(table, key=len, reverse=True):
+        if content.startswith(prefix):
+            return table[prefix]
+    return None
+
+
+def _mark_verdicts(tokens: list) -> None:
+    """Give table cells and list items that state a verdict their colour class."""
+    for i, tok in enumerate(tokens[:-2]):
+        if tok.type == "td_open" and tokens[i + 1].type == "inline":
+            cls = _class_of(tokens[i + 1].content, _CELL_CLASS)
+        elif tok.type == "list_item_open" and tokens[i + 2].type == "inline":
+            cls = _class_of(tokens[i + 2].content, _ITEM_CLASS)
+        else:
+            continue
+        if cls:
+            tok.attrSet("class", cls)
+
+
+def render_block(block: Block, base_dir: Path) -> str:
+    """The HTML of one block: its trusted HTML, or its Markdown rendered (images under
+    ``base_dir`` embedded as data URIs, verdict cells coloured, the anchor on the first
+    heading)."""
+    if block.html is not None:
+        return block.html
+    md = _markdown_it()
+    tokens = md.parse(embed_images(block.markdown, base_dir))
+    _mark_verdicts(tokens)
+    if block.anchor:
+        first = next((t for t in tokens if t.type == "heading_open"), None)
+        if first is not None:
+            first.attrSet("id", block.anchor)
+    return md.renderer.render(tokens, md.options, {})
+
+
+def markdown_of(blocks: Sequence[Block]) -> str:
+    """REPORT.md: the blocks' Markdown; an anchor becomes an ``<a id>`` line before the
+    block (GitHub and most viewers honour it), so the verdict table's links work there too."""
+    parts = []
+    for b in blocks:
+        if b.anchor:
+            parts.append(f'<a id="{html.escape(b.anchor)}"></a>\n')
+        parts.append(b.markdown.rstrip("\n") + "\n")
+    return "\n".join(parts)
+
+
+def page(blocks: Sequence[Block], base_dir: Path, title: str = "dpexp report") -> str:
+    """One self-contained HTML file of ``blocks`` (no external resource)."""
+    body = "\n".join(render_block(b, base_dir) for b in blocks)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>\n{body}</body></html>\n")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the verdict table: its text and its verdict class (None: plain)."""
+
+    text: str
+    cls: str | None = None
+    numeric: bool = False
+    link: str | None = None  # anchor id the text links to
+
+
+def _td(cell: Cell) -> str:
+    classes = " ".join(c for c in (cell.cls, "n" if cell.numeric else None) if c)
+    attr = f' class="{classes}"' if classes else ""
+    text = html.escape(cell.text)
+    if cell.link:
+        text = f'<a href="#{html.escape(cell.link)}">{text}</a>'
+    return f"<td{attr}>{text}</td>"
+
+
+def verdict_table(header: Sequence[tuple[str, Sequence[str]]],
+                  groups: Sequence[tuple[str, Sequence[Sequence[Cell]]]]) -> str:
+    """An HTML table with a two-level header (``(group title, column names)``; a group with
+    one column and the same title spans both header rows) and rows grouped under a
+    full-width title row per group (``(group title, rows)``)."""
+    n_cols = sum(len(cols) for _, cols in header)
+    top, sub = [], []
+    for title, cols in header:
+        if len(cols) == 1 and cols[0] == title:
+            top.append(f'<th rowspan="2">{html.escape(title)}</th>')
+        else:
+            top.append(f'<th colspan="{len(cols)}">{html.escape(title)}</th>')
+            sub += [f"<th>{html.escape(c)}</th>" for c in cols]
+    out = ['<table class="verdicts">', f"<thead><tr>{''.join(top)}</tr><tr>{''.join(sub)}</tr></thead>",
+           "<tbody>"]
+    for title, rows in groups:
+        out.append(f'<tr class="paper"><th colspan="{n_cols}">{html.escape(title)}</th></tr>')
+        out += ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in rows]
+    out.append("</tbody></table>")
+    return "\n".join(out)

@@ -1,0 +1,162 @@
+"""``dpexp plan`` (issue 19): reads only, counts committed cells as done, says how each
+estimate was obtained, calibrates each fit once per process on a small sample, and never
+loads a dataset that is not there."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+from dpexp.experiments import plan as plan_mod
+from dpexp.experiments.spec import CVScheme, DatasetRef
+
+TINY = {
+    "id": "tinyplan", "paper": "test", "artefact": "Figure 0", "kind": "figure", "caption": "c",
+    "datasets": ["synthA"],
+    "algorithms": [
+        {"name": "fletcher_forest", "label": "DP forest", "params": {"n_trees": 30}},
+        {"name": "breiman_rf", "label": "RF", "params": {"n_estimators": 5}},
+    ],
+    "epsilons": [1.0, 3.0], "cv": {"folds": 2}, "metrics": ["accuracy"],
+    "plot": {"x": "epsilon", "y": "accuracy"},
+    "scales": {"smoke": {"max_rows": 300}},
+}
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    """A spec directory with the tiny spec (and a copy under another id), a results dir."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "tinyplan.yaml").write_text(yaml.safe_dump(TINY))
+    (specs / "tinyplan2.yaml").write_text(yaml.safe_dump({**TINY, "id": "tinyplan2"}))
+    monkeypatch.setenv("DPEXP_EXPERIMENTS_DIR", str(specs))
+    return tmp_path / "results"
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` with its size and modification time."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()}
+
+
+def test_training_rows_follow_the_cv_scheme_and_max_rows():
+    ref = DatasetRef("synthA")  # 30,000 registered rows
+    assert plan_mod.training_rows(ref, CVScheme(folds=5), None) == 24_000
+    assert plan_mod.training_rows(ref, CVScheme(folds=3), 300) == 200
+    assert plan_mod.training_rows(ref, CVScheme(scheme="holdout", test_size=0.25), None) == 22_500
+    assert plan_mod.training_rows(DatasetRef("synthA", {"n_samples": 1000}), CVScheme(folds=2), None) == 500
+    assert plan_mod.training_rows(DatasetRef("adult_uci"), CVScheme(scheme="given"), None) == 30_162
+
+
+def test_calibration_sample_is_small_even_for_a_million_row_dataset():
+    t0 = time.perf_counter()
+    sample = plan_mod.Calibrator().sample(DatasetRef("synthetic_cls"))  # 1,000,000 x 400 registered
+    assert sample.X.shape[0] == plan_mod.CALIBRATION_ROWS
+    assert time.perf_counter() - t0 < 30  # the full dataset would be 3.2 GB of float64
+
+
+def test_plan_reads_only_and_says_how_each_group_is_estimated(env, tmp_path, monkeypatch):
+    r = env
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    res = invoke("plan", "tinyplan", "--results-dir", r, "--json")
+    assert res.exit_code == 0, res.output
+    assert not r.exists() and not any(cwd.iterdir())  # planning created nothing
+    p = json.loads(res.stdout)
+    assert p["todo_by_kind"] == {"measured": 0, "extrapolated": 6, "unknown": 0}
+    dp = next(g for g in p["groups"] if g["label"] == "DP forest")
+    # 30 trees: calibrated with fewer and scaled; 2 folds of 300 rows train on 150
+    assert dp["kind"] == "extrapolated" and "to 150 rows and 30 trees" in dp["method"]
+    run = invoke("run", "tinyplan", "--results-dir", r, "-q", "--no-render", "--epsilons", "1")
+    assert run.exit_code == 0, run.output
+    before = snapshot(r)
+    text = invoke("plan", "tinyplan", "--results-dir", r)
+    assert text.exit_code == 0, text.output
+    assert "6 cells, 4 cached, 2 to compute" in text.output
+    assert "to compute: 2 measured" in text.output
+    assert snapshot(r) == before and not any(cwd.iterdir())
+
+
+def test_committed_cells_count_as_done_and_give_fit_times(env):
+    r = env
+    assert invoke("run", "tinyplan", "--results-dir", r, "-q", "--no-render", "--epsilons", "1").exit_code == 0
+    assert (r / "tinyplan" / "results-smoke.csv").exists()
+    shutil.rmtree(r / "cache")  # a fresh clone: only the committed table is left
+    p = json.loads(invoke("plan", "tinyplan", "--results-dir", r, "--json").stdout)
+    assert (p["cached"], p["todo"]) == (4, 2)
+    dp = next(g for g in p["groups"] if g["label"] == "DP forest")
+    assert dp["method"] == "committed: median of 2 cells (fit only)" and dp["kind"] == "measured"
+    assert dp["seconds_per_cell"] > 0
+
+
+def test_each_fit_is_calibrated_once_per_process_across_experiments(env, monkeypatch):
+    from dpexp.experiments.spec import resolve
+
+    calls = []
+    original = plan_mod.Calibrator._calibrate
+
+    def counting(self, cell, params):
+        calls.append((cell.experiment, cell.dataset.key, cell.algorithm))
+        return original(self, cell, params)
+
+    monkeypatch.setattr(plan_mod.Calibrator, "_calibrate", counting)
+    shared = plan_mod.Calibrator()
+    a, b = (plan_mod.make_plan(resolve(e).at_scale("smoke"), "smoke", env, calibrator=shared)
+            for e in ("tinyplan", "tinyplan2"))
+    assert a.estimated_seconds == b.estimated_seconds > 0
+    assert sorted(calls) == [("tinyplan", "synthA", "breiman_rf"), ("tinyplan", "synthA", "fletcher_forest")]
+    assert a.todo_by_kind() == {"measured": 0, "extrapolated": 6, "unknown": 0}
+
+
+def test_a_dataset_not_downloaded_is_unknown_and_not_loaded(env, monkeypatch):
+    monkeypatch.setattr(plan_mod, "_downloaded", lambda *args: False)
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("plan loaded a dataset")
+
+    monkeypatch.setattr("dpexp.datasets.load_dataset", no_loading)
+    res = invoke("plan", "tinyplan", "--results-dir", env)
+    assert res.exit_code == 0, res.output
+    assert "(+ 6 cells not estimated)" in res.output and "to compute: 6 unknown" in res.output
+    assert ("not estimated (unknown: dataset not downloaded yet): 6 cells in 2 group(s): "
+            "synthA / DP forest, synthA / RF") in res.output
+
+
+def test_no_calibrate_times_nothing(env, monkeypatch):
+    monkeypatch.setattr(plan_mod.Calibrator, "_calibrate", lambda *a: pytest.fail("calibrated"))
+    p = json.loads(invoke("plan", "tinyplan", "--results-dir", env, "--no-calibrate", "--json").stdout)
+    assert p["unestimated_cells"] == 6 and p["estimated_seconds"] == 0
+    assert all(g["method"] == "unknown: not calibrated (--no-calibrate)" for g in p["groups"])
+
+
+def test_a_failing_calibration_is_reported_not_raised(env, monkeypatch):
+    def broken(self, cell, params):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(plan_mod.Calibrator, "_calibrate", broken)
+    p = json.loads(invoke("plan", "tinyplan", "--results-dir", env, "--json").stdout)
+    assert all(g["method"] == "unknown: calibration failed (RuntimeError: boom)" for g in p["groups"])
+    assert p["todo_by_kind"]["unknown"] == 6 and not math.isnan(p["estimated_seconds"])
+
+
+def test_calibration_stops_at_its_time_budget(env):
+    from dpexp.experiments.spec import resolve
+
+    spec = resolve("tinyplan").at_scale("smoke")
+    p = plan_mod.make_plan(spec, "smoke", env, calibrator=plan_mod.Calibrator(budget_seconds=0))
+    assert p.todo_by_kind() == {"measured": 0, "extrapolated": 0, "unknown": 6}
+    assert {g.method for g in p.groups} == {"unknown: calibration time budget (0 s) spent"}
