@@ -511,3 +511,30 @@ def test_a_changed_dataset_entry_invalidates_its_cells_but_not_their_seeds(tmp_p
            "epsilon": cell.epsilon}
     assert row_key(row) == cell.key
     assert row_key({**row, "data_version": ""}) == cell.seed_key  # a legacy row
+
+
+def test_cells_of_an_earlier_version_of_a_series_are_left_out(env):
+    """A spec whose series changed its parameters (here the DP forest's n_trees) leaves the
+    old cells in the cache; render, report and the committed table show only the current
+    series under that label, while `dpexp results` still lists every cached cell."""
+    assert run_tiny(env).exit_code == 0
+    specs, results, _ = env
+    changed = yaml.safe_load((specs / "tiny.yaml").read_text())
+    dp = next(a for a in changed["algorithms"] if a["label"] == "DP forest")
+    dp.setdefault("params", {})["n_trees"] = 7
+    changed.get("scales", {}).get("smoke", {}).get("params", {}).pop("n_trees", None)
+    (specs / "tiny.yaml").write_text(yaml.safe_dump(changed))
+    assert run_tiny(env).exit_code == 0
+
+    from dpexp.experiments.results import cached_results
+    from dpexp.experiments.spec import resolve
+
+    spec = resolve("tiny")
+    everything = cached_results(spec, "smoke", results)
+    current = cached_results(spec, "smoke", results, current_only=True)
+    trees = lambda f: set(f.loc[f.label == "DP forest", "p_n_trees"])  # noqa: E731
+    assert len(trees(everything.frame)) == 2
+    assert trees(current.frame) == {7}
+    assert set(current.frame.loc[current.frame.label == "RF", "label"]) == {"RF"}
+    union = pd.read_csv(results / "tiny" / "results-smoke.csv")
+    assert set(union.loc[union.label == "DP forest", "params"].map(lambda p: json.loads(p)["n_trees"])) == {7}

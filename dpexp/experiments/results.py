@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from dpexp.experiments import cache
-from dpexp.experiments.cells import Cell, expand
+from dpexp.experiments.cells import Cell, canonical_json, expand, grid_points
 from dpexp.experiments.schema import CELL_COLUMNS, PARAM_PREFIX, RESULT_COLUMNS, param_column
 from dpexp.experiments.spec import ExperimentSpec
 
@@ -169,14 +169,34 @@ def _grid_missing(
     return [c for seed in seeds for c in expand(picked, scale, seed) if c.key not in have]
 
 
+def current_params(spec: ExperimentSpec) -> dict[str, set[str]]:
+    """Label of each series of ``spec`` (already at its scale) -> the canonical JSON of
+    every params point of its current grid."""
+    out: dict[str, set[str]] = {}
+    for algo in spec.algorithms:
+        out.setdefault(algo.label, set()).update(canonical_json(p) for p in grid_points(algo))
+    return out
+
+
+def is_stale(label: Any, params_json: Any, current: dict[str, set[str]]) -> bool:
+    """Whether a cached cell belongs to an earlier version of one of the spec's series: the
+    label of a current series with parameters its grid no longer has (the spec's params or
+    grid changed since). Other epsilons, datasets or seeds (override runs) are not stale,
+    nor are cells under other labels (a peer's column written by ``bench/peers``)."""
+    return label in current and params_json not in current[label]
+
+
 def cached_results(
-    spec: ExperimentSpec, scale: str, results_dir: Path, filters: ResultFilter | None = None
+    spec: ExperimentSpec, scale: str, results_dir: Path, filters: ResultFilter | None = None,
+    *, current_only: bool = False,
 ) -> CachedResults:
     """All cached rows of ``spec.id`` at ``scale`` that pass ``filters``.
 
     ``spec`` may be the spec as loaded or already at ``scale`` (``spec.at_scale(scale)``).
     ``missing`` is computed for the seeds of the filter, else for every seed with cached
-    cells, else for seed 0 (what ``dpexp run`` uses by default).
+    cells, else for seed 0 (what ``dpexp run`` uses by default). ``current_only`` leaves out
+    cells of an earlier version of a series (:func:`is_stale`): what render, report and the
+    committed table use, so a changed spec never mixes old and new numbers under one label.
     """
     if (spec.raw.get("scales") or {}).get(scale):  # not yet resolved at this scale
         spec = spec.at_scale(scale)
@@ -190,6 +210,10 @@ def cached_results(
     extra = [p for p in committed_payloads(spec, scale, results_dir) if p["key"] not in have]
     payloads += extra
     have |= {p["key"] for p in extra}
+    if current_only:
+        current = current_params(spec)
+        payloads = [p for p in payloads if not is_stale(
+            p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current)]
     kept = [p for p in payloads if filters.keeps(p["cell"])]
     rows = [r for p in kept for r in p["rows"]]
     frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)

@@ -614,12 +614,25 @@ def collect(
 
 
 def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Path:
-    """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``."""
-    from dpexp.experiments.results import cached_results, with_param_columns
+    """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``
+    (cache and committed table), without the cells of an earlier version of one of its
+    series (same label, no longer in the spec's grid)."""
+    from dpexp.experiments.results import (
+        cached_results,
+        current_params,
+        is_stale,
+        with_param_columns,
+    )
 
-    frame = cached_results(spec, scale, results_dir).frame
-    frame = with_param_columns(keep_committed_rows(frame, results_dir, spec.id, scale))
-    return write_results_table(frame, results_dir, spec.id, scale)
+    frame = cached_results(spec, scale, results_dir, current_only=True).frame
+    frame = keep_committed_rows(frame, results_dir, spec.id, scale)
+    if len(frame):
+        at = spec.at_scale(scale) if (spec.raw.get("scales") or {}).get(scale) else spec
+        current = current_params(at)
+        stale = [is_stale(label, params, current)
+                 for label, params in zip(frame["label"], frame["params"], strict=True)]
+        frame = frame[~pd.Series(stale, index=frame.index)]
+    return write_results_table(with_param_columns(frame), results_dir, spec.id, scale)
 
 
 def write_results_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: str) -> Path:

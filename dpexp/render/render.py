@@ -191,6 +191,6 @@ def render_experiment(spec: ExperimentSpec, scale: str, results_dir: Path, figur
     """
     from dpexp.experiments.results import cached_results
 
-    res = cached_results(spec, scale, results_dir, filters)
+    res = cached_results(spec, scale, results_dir, filters, current_only=True)
     return render_frame(spec, scale, res.frame, results_dir, figures_dir,
                         missing=_count(res.missing), done=res.n_cells, filters=filters)

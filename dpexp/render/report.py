@@ -132,7 +132,7 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
     for s in _scales(results_dir, spec, scale):
         at = spec.at_scale(s)
         try:
-            res = cached_results(at, s, results_dir)
+            res = cached_results(at, s, results_dir, current_only=True)
             rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
                                     missing=len(res.missing), done=res.n_cells)
         except NothingCachedError:
