@@ -93,7 +93,7 @@ def _clean(value: Any) -> Any:
 def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
     """Committed rows grouped by cell key."""
     # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
-    frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object})
+    frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object}, low_memory=False)
     if frame.empty:
         return {}
     for col in _TEXT_COLUMNS:  # CSV writes "" as an empty field, read back as NaN
