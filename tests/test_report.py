@@ -166,9 +166,9 @@ def test_table2_footer_counts_what_it_compares(tmp_path):
     paper = render_frame(spec, "paper", at_500, r, f)
     md = paper.files[0].read_text()
     assert "4 of the 20 values printed in Table 2 of the paper" in md
-    assert "4 diagnostic values are shown without a verdict" in md
+    assert "4 timings are shown without a verdict (machine-dependent)" in md
     assert "no value is judged against the spec's tolerance ±1" in md
-    assert set(paper.agg["verdict"]) == {"diagnostic (no verdict)"}
+    assert set(paper.agg["verdict"]) == {"timing (no verdict: machine-dependent)"}
 
 
 def test_spec_text_is_literal_in_markdown_and_html(tmp_path):

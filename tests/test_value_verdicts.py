@@ -148,16 +148,20 @@ def test_paper_std_widens_the_interval_like_a_welch_test():
     assert attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), many, "paper").iloc[0]["paper_in_ci"] is False
 
 
-def test_smoke_and_diagnostics_get_no_verdict():
+def test_smoke_and_timings_get_no_verdict():
     spec = _spec([_entry("A", 0.81), _entry("B", 0.81)])
     smoke = attach_paper_values(_agg([("A", 0.80, 0.02, 10), ("B", 0.80, 0.02, 10)]), spec, "smoke")
     assert smoke["value_verdict"].isna().all() and smoke["paper_in_ci"].isna().all()
     assert smoke["within_tolerance"].isna().all() and set(smoke["verdict"]) == {SMOKE_VERDICT}
     assert smoke["ci_low"].notna().all()  # our interval is still shown
     assert comparison_summary(smoke, spec, "smoke").verdict_cell() == SMOKE_VERDICT
+    # a diagnostic count or fraction the paper prints is judged; a timing is not
     diag = attach_paper_values(_agg([("A", 0.80, 0.02, 10, True), ("B", 0.80, 0.02, 10)]), spec, "paper")
-    assert diag.iloc[0]["value_verdict"] is None and diag.iloc[0]["verdict"] == DIAGNOSTIC_VERDICT
-    assert diag.iloc[1]["value_verdict"] == "reproduced"
+    assert diag.iloc[0]["value_verdict"] == "reproduced" and diag.iloc[1]["value_verdict"] == "reproduced"
+    timing_spec = _spec([_entry("A", 0.81, metric="seconds_per_tree")])
+    timing = attach_paper_values(_agg([("A", 0.80, 0.02, 10, True)]).assign(metric="seconds_per_tree"),
+                                 timing_spec, "paper")
+    assert timing.iloc[0]["value_verdict"] is None and timing.iloc[0]["verdict"] == DIAGNOSTIC_VERDICT
     # an undefined mean of ours (e.g. a metric NaN on every fold) is not a miss
     nan_mean = attach_paper_values(_agg([("A", math.nan, math.nan, 10)]), spec, "paper").iloc[0]
     assert nan_mean["value_verdict"] is None and nan_mean["within_tolerance"] is None

@@ -25,10 +25,17 @@ dpexp's metric definitions and writes a cell in dpexp's results schema: algorith
 Settings (``--setting``):
 
 * ``paper`` -- the paper's text: square loss (branch master) with h = 1, learning rate
-  0.01, initial score 0, depth 6, 50 trees in one ensemble, lambda 0.1, no bagging.
+  0.01, initial score 0, depth 6, 50 trees in one ensemble, lambda 0.1.
 * ``authors`` -- the authors' scripts (``experiments.py`` / ``run_exp.py``): classification
-  with the binary (logistic) objective and its real hessians, lr 0.1, num_leaves 31,
-  bagging 0.5; regression with square loss and LightGBM's initial score = the label mean.
+  with the binary (logistic) objective and its real hessians, lr 0.1, num_leaves 31;
+  regression with square loss and LightGBM's initial score = the label mean.
+
+Both pass the scripts' ``bagging_freq=1, bagging_fraction=0.5``: in the fork that is not
+bagging but the switch that turns on DPBoost's disjoint subsets and gradient filtering
+(``src/boosting/gbdt.cpp``: ``Bagging()`` runs only when ``bagging_freq > 0`` and is set
+up only when ``bagging_fraction < 1``; the ``DPBoost_2level`` subset sizes are Algorithm
+2's shares). Without it every tree sees every row while its leaf noise assumes disjoint
+subsets, i.e. the run is not DPBoost and spends T times its stated budget.
 
 Privacy: the original's accounting is its own. Its rows carry ``private = false`` with
 the reason, never an ``epsilon_spent`` as if dpexp had checked it: the fork's noise seed
@@ -52,9 +59,18 @@ import scipy.sparse as sp
 
 DRIVER = Path(__file__).with_name("dpboost_original_driver.py")
 ALGORITHM = "dpboost_original"
-NOT_DP = ("the authors' code, with its own accounting: fixed noise seed 42, data-quantile "
-          "bins and exact leaf-wise growth without budget, logistic hessians outside its "
-          "sensitivity bounds")
+NOT_DP = ("the authors' code, with its own accounting: fixed noise seed 42 (the same noise "
+          "in every fold), data-quantile bins and exact leaf-wise growth without budget")
+
+
+def not_dp_reason(setting: str, task: str) -> str:
+    """Why a cell of the original is not DP: what every setting does, plus what the
+    authors' scripts add (logistic hessians; regression's exact label-mean start)."""
+    if setting == "authors" and task == "classification":
+        return NOT_DP + ", logistic hessians p(1-p) outside its h = 1 sensitivity bounds"
+    if setting == "authors":
+        return NOT_DP + ", initial score = the exact label mean (boost_from_average)"
+    return NOT_DP
 
 
 def fork_params(setting: str, task: str, epsilon: float, n_trees: int) -> dict:
@@ -65,6 +81,13 @@ def fork_params(setting: str, task: str, epsilon: float, n_trees: int) -> dict:
         "boost_method": "DPBoost_2level", "high_level_boost_round": 1,
         "inner_boost_round": n_trees, "balance_partition": 0, "geo_clip": 1, "verbose": -1,
         "num_threads": 1,
+        # The fork's switch for DPBoost's data partition and gradient filtering, in both
+        # settings: its GBDT::TrainOneIter calls Bagging() only when bagging_freq > 0, and
+        # ResetBaggingConfig sets bagging up only when bagging_fraction < 1; with
+        # DPBoost_2level the subset sizes are then Algorithm 2's shares, not the fraction.
+        # Without the switch every tree trains on every row while its leaves still get the
+        # noise of parallel composition (epsilon/2 per tree): T times the stated budget.
+        "bagging_freq": 1, "bagging_fraction": 0.5,
     }
     if setting == "paper":
         return {**common, "objective": "regression", "learning_rate": 0.01, "num_leaves": 64,
@@ -73,8 +96,20 @@ def fork_params(setting: str, task: str, epsilon: float, n_trees: int) -> dict:
         objective = "binary" if task == "classification" else "regression"
         extra = {"boost_from_average": False} if task == "classification" else {}
         return {**common, "objective": objective, "learning_rate": 0.1, "num_leaves": 31,
-                "bagging_freq": 1, "bagging_fraction": 0.5, **extra}
+                **extra}
     raise ValueError(f"unknown setting {setting!r}: use 'paper' or 'authors'")
+
+
+#: Fork parameters left out of a cell's ``params``: the budget is the cell's own ``epsilon``
+#: (one series spans every epsilon), the others do not change what is trained.
+_UNRECORDED = ("total_budget", "num_threads", "verbose")
+
+
+def recorded_settings(setting: str, task: str, n_trees: int) -> dict:
+    """The fork's settings as they stand in a cell's ``params`` (``fork``): everything
+    :func:`fork_params` passes but the budget (the cell's epsilon) and run-only knobs."""
+    params = fork_params(setting, task, 1.0, n_trees)
+    return {k: v for k, v in params.items() if k not in _UNRECORDED}
 
 
 def branch_for(setting: str, task: str) -> str:
@@ -82,7 +117,7 @@ def branch_for(setting: str, task: str) -> str:
     return "bin" if setting == "authors" and task == "classification" else "reg"
 
 
-def _targets(ds, y: np.ndarray) -> np.ndarray:
+def fork_targets(ds, y: np.ndarray) -> np.ndarray:
     """Labels as the original sees them: classes -> -1/+1; regression scaled to [-1, 1]."""
     if ds.task == "classification":
         return np.where(y == ds.classes[-1], 1.0, -1.0)
@@ -137,24 +172,29 @@ def metric_values(ds, spec, raw: np.ndarray, y_te: np.ndarray, setting: str) -> 
 def peer_cells(spec, scale: str, datasets: list[str] | None, settings: list[str],
                epsilons: list[float] | None, seed: int):
     """The peer's cells: the spec's grid (at ``scale``) with the original as algorithm."""
-    from dpexp.experiments.cells import Cell
+    from dpexp.datasets.registry import get_dataset_info
+    from dpexp.experiments.cells import Cell, dataset_version
 
     refs = [d for d in spec.datasets if not datasets or d.name in datasets or d.key in datasets]
     dpb = next(a for a in spec.algorithms if a.name == "dpboost")
+    n_trees = int(dpb.params.get("n_trees", 50))
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
     for ref in refs:
+        task = get_dataset_info(ref.name).task
         for setting in settings:
+            # The rows' params are the cell's (its key is rebuilt from them in the
+            # committed table), so the fork's settings live in the cell itself.
+            params = {"setting": setting, "n_trees": n_trees,
+                      "fork": recorded_settings(setting, task, n_trees)}
             for eps in epsilons or spec.epsilons:
                 for rep in range(spec.cv.repeats):
                     for fold in range(n_folds):
                         yield Cell(
                             experiment=spec.id, scale=scale, dataset=ref,
                             label=f"DPBoost (original, {setting})", algorithm=ALGORITHM,
-                            procedure=None,
-                            params={"setting": setting,
-                                    "n_trees": int(dpb.params.get("n_trees", 50))},
-                            epsilon=float(eps), fold=fold, repeat=rep, n_folds=n_folds,
-                            seed=seed,
+                            procedure=None, params=params, epsilon=float(eps), fold=fold,
+                            repeat=rep, n_folds=n_folds, seed=seed,
+                            data_version=dataset_version(ref.name),
                         )
 
 
@@ -168,16 +208,17 @@ def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: st
     setting = cell.params["setting"]
     params = fork_params(setting, ds.task, cell.epsilon, cell.params["n_trees"])
     raw, seconds = train_original(root, python, branch_for(setting, ds.task), params,
-                                  ds.X[tr], _targets(ds, ds.y[tr]), ds.X[te])
+                                  ds.X[tr], fork_targets(ds, ds.y[tr]), ds.X[te])
     values = metric_values(ds, spec, raw, ds.y[te], setting)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     rows = [{
         "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
         "algorithm": ALGORITHM, "label": cell.label,
-        "params": canonical_json({**cell.params, "fork": params}),
+        "params": canonical_json(cell.params),
         "epsilon": cell.epsilon, "epsilon_spent": float("nan"), "delta_spent": float("nan"),
-        "private": False, "not_dp_reason": NOT_DP,
-        "domain_source": str(getattr(ds, "domain_source", "")), "fold": cell.fold,
+        "private": False, "not_dp_reason": not_dp_reason(setting, ds.task),
+        "domain_source": str(getattr(ds, "domain_source", "")),
+        "data_version": cell.data_version, "fold": cell.fold,
         "repeat": cell.repeat, "seed": cell.seed, "metric": metric, "metric_kind": "metric",
         "step": None, "value": value, "fit_seconds": seconds, "n_train": int(len(tr)),
         "n_test": int(len(te)), "dpexp_version": "peer:QinbinLi/DPBoost",

@@ -9,13 +9,12 @@ predictions are mapped back, so RMSE is reported on the original scale.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
-from dpexp.privacy.public import DataDependentDomainWarning
+from dpexp.privacy.public import DataDependentDomainWarning, warn_outside_package
 from dpexp.trees.binning import BinMapper, fit_bin_mapper
 from dpexp.trees.parallel import use_parallel
 from dpexp.trees.predict import apply_csr, apply_dense, apply_dense_serial
@@ -105,11 +104,10 @@ def resolve_label_domain(label_domain, y, *, private: bool) -> tuple[tuple[float
         lo, hi = (float(v) for v in label_domain)
         return (lo, hi), False
     if private:
-        warnings.warn(
+        warn_outside_package(
             "label_domain not given: scaling labels with the private data range "
             "(not differentially private; the runner passes the public domain)",
             DataDependentDomainWarning,
-            stacklevel=3,
         )
     return (float(np.min(y)), float(np.max(y))), True
 
@@ -159,11 +157,10 @@ def make_bin_mapper(
     leaked = binning == "quantile"
     if binning == "domain" and feature_domain is None:
         if private:
-            warnings.warn(
+            warn_outside_package(
                 "feature_domain not given: using the private data range for candidate "
                 "splits (not differentially private; the runner passes the public domain)",
                 DataDependentDomainWarning,
-                stacklevel=3,
             )
         if sp.issparse(X):
             lo = np.asarray(X.min(axis=0).todense()).ravel()

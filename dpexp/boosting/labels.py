@@ -20,7 +20,7 @@ def binary_classes(y, classes=None) -> np.ndarray:
     ``ValueError`` when the set does not hold exactly two labels or ``y`` has a label
     outside it.
     """
-    out = public_classes(y, classes, stacklevel=4)
+    out = public_classes(y, classes)
     if out.size != 2:
         # the same check as public_classes(binary=True), worded "<k> class(es)" as
         # scikit-learn's estimator checks expect of a one-class fit

@@ -118,33 +118,81 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     results_dir: ResultsDir = None,
 ):
-    """Cells in the grid, cached and to compute, and an estimate of the wall time.
+    """Cells in the grid, done and to compute, what the done ones took, and an estimate of
+    the wall time of the rest.
 
-    Reads only (the results directory and the downloaded data). The estimate per
-    (dataset, algorithm) group is measured (the median time of its cached or committed
-    cells), else extrapolated (fits on at most 2,000 rows and 3 trees, largest groups first, scaled by rows
-    and trees; downloaded or synthetic datasets only; at most 60 s of calibration),
-    else unknown; divided by --jobs. The output counts the cells of each kind.
+    Reads only (the results directory and the downloaded data). A cell's measured time is
+    its wall time (else, in tables committed before it was recorded, its fit time). The
+    estimate per (dataset, algorithm) group is measured (the median time of its cached or
+    committed cells), else measured-other (the median of any experiment's finished cells
+    with the same dataset, algorithm and parameters), else extrapolated (fits on at most
+    2,000 rows and 3 trees, largest groups first, scaled by rows and trees; downloaded or
+    synthetic datasets only; at most 60 s of calibration), else unknown; divided by
+    --jobs. With --all, one line per experiment and the totals; --algorithms then plans
+    the experiments that have one of them.
     """
     from dpexp.experiments.plan import make_plans
-    from dpexp.experiments.runner import select
-    from dpexp.experiments.spec import all_specs, resolve
 
     if all_ == (experiment is not None):
         raise DpexpError("give either an EXPERIMENT or --all.")
     rdir, _ = dirs(results_dir, None)
-    specs = list(all_specs().values()) if all_ else [resolve(experiment)]
     algos, eps = parse_list(algorithms, "--algorithms"), parse_epsilons(epsilons)
-    selected = [select(full.at_scale(scale), dataset or None, algos, eps) for full in specs]
+    selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
     plans = make_plans(selected, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate)
     if as_json:
-        payload = [p.to_dict() for p in plans]
-        typer.echo(json.dumps(payload if all_ else payload[0], indent=2))
+        typer.echo(json.dumps(_plan_json(plans, skipped) if all_ else plans[0].to_dict(), indent=2))
         return
-    for p in plans:
-        _print_plan(p)
-    if all_:
-        _print_total(plans)
+    if not all_:
+        _print_plan(plans[0])
+        return
+    _print_all(plans)
+    if skipped:
+        names = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+        out.print(f"skipped {len(skipped)} experiment(s) without algorithm(s) {', '.join(algos)}: "
+                  f"{escape(names)}", highlight=False)
+
+
+def _plan_specs(experiment: str | None, scale: str, datasets: list[str] | None,
+                algos: list[str] | None, eps: list[float] | None) -> tuple[list, list[str]]:
+    """The specs to plan, at ``scale`` and selected like ``dpexp run``; with ``--all`` (no
+    EXPERIMENT) and ``--algorithms``, each experiment keeps the requested algorithms it has
+    and one with none of them is skipped (returned by id). A name no experiment has is an
+    error, as is a selection that leaves nothing."""
+    from dpexp.errors import UnknownNameError
+    from dpexp.experiments.runner import select
+    from dpexp.experiments.spec import all_specs, resolve
+
+    if experiment is not None:
+        full = resolve(experiment)
+        return [select(full.at_scale(scale), datasets, algos, eps)], []
+    specs = [full.at_scale(scale) for full in all_specs().values()]
+    if not specs:
+        raise DpexpError("no experiment to plan: no spec loads (see dpexp list).")
+    if not algos:
+        return [select(spec, datasets, None, eps) for spec in specs], []
+    names = {spec.id: {a.label for a in spec.algorithms} | {a.name for a in spec.algorithms if a.name}
+             for spec in specs}
+    known = set().union(*names.values())
+    for name in algos:
+        if name not in known:
+            raise UnknownNameError("algorithm", name, known, where=" in any experiment")
+    selected, skipped = [], []
+    for spec in specs:
+        have = [a for a in algos if a in names[spec.id]]
+        if have:
+            selected.append(select(spec, datasets, have, eps))
+        else:
+            skipped.append(spec.id)
+    return selected, skipped
+
+
+def _plan_json(plans, skipped: list[str]) -> dict:
+    """``plan --all --json``: every experiment's plan, the totals and the skipped ids."""
+    from dpexp.experiments.plan import totals
+
+    p0 = plans[0]
+    return {"scale": p0.scale, "seed": p0.seed, "jobs": p0.jobs,
+            "experiments": [p.to_dict() for p in plans], "total": totals(plans), "skipped": skipped}
 
 
 def _print_plan(p) -> None:
@@ -154,9 +202,16 @@ def _print_plan(p) -> None:
     out.print(f"{p.experiment} ({p.scale}, seed {p.seed}): {p.cells} cells, {p.cached} cached, "
               f"{p.todo} to compute; estimate {format_seconds(p.estimated_seconds)} "
               f"with {p.jobs} job(s){unknown}; {p.basis()}", highlight=False)
+    if p.cached:
+        out.print(f"  done: {p.cached} cells took {format_seconds(p.done_seconds)} with {p.jobs} "
+                  f"job(s) ({_timing_basis(p.done_timed, p.done_fit_only, p.cached)})", highlight=False)
     for g in p.slowest():
         out.print(f"  slowest: {escape(g.dataset)} / {escape(g.label)}: {g.todo} cells x "
                   f"{g.seconds_per_cell:.3g} s ({escape(g.method)})", highlight=False)
+    if p.unavailable_cells:
+        out.print(f"  left out: {p.unavailable_cells} cells of datasets not available here "
+                  f"({', '.join(p.unavailable_datasets())}: neither downloaded nor in a "
+                  f"data-mirror folder)", highlight=False)
     by_reason: dict[str, list] = {}
     for g in p.unknown_groups():
         by_reason.setdefault(g.method, []).append(g)
@@ -166,13 +221,57 @@ def _print_plan(p) -> None:
                   f"{len(groups)} group(s): {escape(names)}", highlight=False)
 
 
-def _print_total(plans) -> None:
-    from dpexp.experiments.plan import format_seconds, kinds_total
+def _timing_basis(timed: int, fit_only: int, done: int) -> str:
+    """Which times the done cells' sum rests on, e.g. ``wall time of 90, fit time only of 10``."""
+    parts = [f"wall time of {timed - fit_only}"] if timed > fit_only else []
+    parts += [f"fit time only of {fit_only}: an underestimate"] if fit_only else []
+    parts += [f"no time for {done - timed}"] if done > timed else []
+    return ", ".join(parts) or "no times"
 
-    total = sum(p.estimated_seconds for p in plans)
-    kinds = kinds_total(plans)
-    out.print(f"all: {sum(p.cells for p in plans)} cells, {sum(p.todo for p in plans)} to compute; "
-              f"estimate {format_seconds(total)} (cells to compute: {kinds['measured']} measured, "
-              f"{kinds['extrapolated']} extrapolated, {kinds['unknown']} unknown and not counted)",
-              highlight=False)
 
+def _at_least(seconds: float, unknown_cells: int) -> str:
+    """An estimate, with ``+`` when cells without an estimate come on top."""
+    from dpexp.experiments.plan import format_seconds
+
+    return format_seconds(seconds) + ("+" if unknown_cells else "")
+
+
+def _print_all(plans) -> None:
+    """One line per experiment (cells, done, to do, what the done cells took, the estimate
+    of the rest, its basis), the totals, and why cells are not estimated."""
+    from dpexp.experiments.plan import format_seconds, kinds_text, totals
+
+    t = totals(plans)
+    width = max(len("experiment"), *(len(p.experiment) for p in plans))
+    out.print(f"plan at {plans[0].scale} scale, seed {plans[0].seed}, {t['jobs']} job(s): times are "
+              f"the cells' measured or estimated times, summed and divided by the jobs; "
+              f"'+': and cells not estimated", highlight=False)
+    header = (f"{'experiment':<{width}}  {'cells':>7}  {'done':>7}  {'to do':>7}  {'took':>9}  "
+              f"{'estimate':>9}  basis of the estimate (cells to compute)")
+    out.print(header, highlight=False)
+    for p in plans:
+        out.print(f"{p.experiment:<{width}}  {p.cells:>7}  {p.cached:>7}  {p.todo:>7}  "
+                  f"{format_seconds(p.done_seconds):>9}  {_at_least(p.estimated_seconds, p.unestimated_cells):>9}  "
+                  f"{kinds_text(p.todo_by_kind())}", highlight=False)
+    kinds = t["todo_by_kind"]
+    out.print(f"{'all':<{width}}  {t['cells']:>7}  {t['cached']:>7}  {t['todo']:>7}  "
+              f"{format_seconds(t['done_seconds']):>9}  {_at_least(t['estimated_seconds'], kinds['unknown']):>9}  "
+              f"{kinds_text(kinds)}{' (unknown: not counted)' if kinds['unknown'] else ''}", highlight=False)
+    out.print(f"measured: the {t['cached']} done cells took {format_seconds(t['done_cell_seconds'])} of "
+              f"cell time, {format_seconds(t['done_seconds'])} with {t['jobs']} job(s) "
+              f"({_timing_basis(t['done_timed'], t['done_fit_only'], t['cached'])}); with the estimate "
+              f"of the rest: {format_seconds(t['total_seconds'])}"
+              + (f" + {kinds['unknown']} cells not estimated" if kinds["unknown"] else ""), highlight=False)
+    if t["unavailable_cells"]:
+        out.print(f"left out: {t['unavailable_cells']} cells of datasets not available here "
+                  f"({', '.join(t['unavailable_datasets'])}: neither downloaded nor in a "
+                  f"data-mirror folder)", highlight=False)
+    reasons: dict[str, int] = {}
+    for p in plans:
+        for g in p.unknown_groups():
+            reason = g.method.removeprefix("unknown: ")
+            reasons[reason] = reasons.get(reason, 0) + g.todo
+    if reasons:
+        out.print("not estimated: " + "; ".join(f"{n} cells ({escape(r)})" for r, n in
+                                                sorted(reasons.items(), key=lambda kv: -kv[1])),
+                  highlight=False)

@@ -7,6 +7,12 @@ takes the committed rows as finished cells instead of recomputing them: for ever
 the spec's grid whose key (:attr:`dpexp.experiments.cells.Cell.key`) the table holds, the
 table's rows *are* the cell. A campaign is therefore committed as it goes (commit the
 table after each finished experiment) and resumed anywhere.
+
+The table also holds cells outside the grid: override runs (``dpexp run --epsilons ...``)
+and peer columns (``bench/peers``: another code's results under a label of its own).
+:func:`committed_payloads` returns them too, with a cell record rebuilt from the row, so a
+fresh clone renders and reports them as the machine that computed them did; they are never
+adopted as grid cells (:func:`adopt_committed` matches the grid's keys only).
 """
 
 from __future__ import annotations
@@ -111,11 +117,35 @@ def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _cell_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The cell record (as :meth:`Cell.to_dict`, without what the row lacks: the dataset's
+    parameters, display name and fold count) of a committed row outside the spec's grid."""
+    algorithm = str(row["algorithm"])
+    procedure = algorithm.removeprefix("procedure:") if algorithm.startswith("procedure:") else None
+    dataset = str(row["dataset"])
+    version = row.get("data_version")
+    return {
+        "experiment": row["experiment"], "scale": row["scale"], "dataset": dataset,
+        # a dataset key with parameters is "name[k=v,...]" (DatasetRef.key)
+        "dataset_name": dataset.split("[", 1)[0], "label": row["label"],
+        "algorithm": None if procedure else algorithm, "procedure": procedure,
+        "params": json.loads(row["params"]), "epsilon": format_epsilon(float(row["epsilon"])),
+        "fold": int(row["fold"]), "repeat": int(row["repeat"]), "seed": int(row["seed"]),
+        "data_version": version if isinstance(version, str) else "",
+    }
+
+
 def committed_payloads(
-    spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None
+    spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None,
+    *, grid_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """Cache payloads (``key``, ``cell``, ``rows``) of the spec's grid cells that the
-    committed table holds (for ``seeds``, default: every seed in the table)."""
+    """Cache payloads (``key``, ``cell``, ``rows``, ``committed``, ``grid``) of the cells
+    the committed table holds, for ``seeds`` (default: every seed in the table).
+
+    First the spec's grid cells (``grid: True``, the cell record from the spec), then,
+    unless ``grid_only``, the table's other cells (``grid: False``): override runs and peer
+    columns, the cell record rebuilt from the row (:func:`_cell_record`).
+    """
     path = table_path(results_dir, spec.id, scale)
     if not path.exists():
         return []
@@ -124,13 +154,23 @@ def committed_payloads(
         return []
     if seeds is None:
         seeds = sorted({int(r["seed"]) for rows in groups.values() for r in rows})
-    out = []
+    seeds = [int(s) for s in seeds]
+    out, grid_keys = [], set()
     for seed in seeds:
-        for cell in expand(spec, scale, int(seed)):
+        for cell in expand(spec, scale, seed):
+            grid_keys.add(cell.key)
             rows = groups.get(cell.key)
             if rows is not None:
                 out.append({"key": cell.key, "cell": cell.to_dict(), "rows": rows,
-                            "committed": True})
+                            "committed": True, "grid": True})
+    if grid_only:
+        return out
+    wanted = set(seeds)
+    for key, rows in groups.items():
+        # every row of a cell has the cell's seed (it is part of the key)
+        if key not in grid_keys and int(rows[0]["seed"]) in wanted:
+            out.append({"key": key, "cell": _cell_record(rows[0]), "rows": rows,
+                        "committed": True, "grid": False})
     return out
 
 
@@ -142,7 +182,7 @@ def adopt_committed(spec: ExperimentSpec, scale: str, results_dir: Path,
         return 0
     seeds = sorted({c.seed for c in wanted.values()})
     adopted = 0
-    for payload in committed_payloads(spec, scale, results_dir, seeds):
+    for payload in committed_payloads(spec, scale, results_dir, seeds, grid_only=True):
         cell = wanted.get(payload["key"])
         if cell is not None:
             cache.write_cell(results_dir, cell, {"cell": payload["cell"], "rows": payload["rows"],

@@ -30,7 +30,7 @@ from dpexp.experiments.schema import CELL_COLUMNS, PARAM_PREFIX, RESULT_COLUMNS,
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = ["CELL_COLUMNS", "RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results",
-           "read_cells", "with_param_columns"]
+           "payload_rows", "read_cells", "with_param_columns"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,24 @@ def read_cells(results_dir: Path, experiment: str, scale: str) -> list[dict[str,
         if isinstance(data, dict) and "cell" in data and "rows" in data:
             out.append(data)
     return out
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def payload_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a cached payload, each with the cell's ``wall_seconds``.
+
+    Cells cached before the column existed have the wall time only at the payload's top
+    level; it is copied onto their rows here (the cache file is unchanged). Rows without
+    either (committed tables written before the column, peers' cells) keep none: NaN.
+    """
+    rows = payload["rows"]
+    wall = payload.get("wall_seconds")
+    if _missing(wall) or not any(_missing(r.get("wall_seconds")) for r in rows):
+        return rows
+    return [{**r, "wall_seconds": wall} if _missing(r.get("wall_seconds")) else r for r in rows]
 
 
 def _parsed_params(text: Any) -> dict[str, Any]:
@@ -215,7 +233,7 @@ def cached_results(
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current)]
     kept = [p for p in payloads if filters.keeps(p["cell"])]
-    rows = [r for p in kept for r in p["rows"]]
+    rows = [r for p in kept for r in payload_rows(p)]
     frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)
     frame = with_param_columns(frame)
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})

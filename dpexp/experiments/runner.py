@@ -124,13 +124,16 @@ def select(
         spec.datasets = picked
     if algorithms:
         labels = {a.label: a for a in spec.algorithms}
-        names = {a.name: a for a in spec.algorithms if a.name}
+        names: dict[str, list[Any]] = {}  # a registered name selects every entry running it
+        for a in spec.algorithms:
+            if a.name:
+                names.setdefault(a.name, []).append(a)
         picked_a = []
         for name in algorithms:
             if name in labels:
                 picked_a.append(labels[name])
             elif name in names:
-                picked_a.append(names[name])
+                picked_a.extend(names[name])
             else:
                 raise UnknownNameError("algorithm", name, [*labels, *names], where=f" in {spec.id}")
         spec.algorithms = list({id(a): a for a in picked_a}.values())
@@ -362,12 +365,14 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
     values: dict[str, Any] = {m: METRICS[m](ev) for m in spec.metrics_for(ds.task)}
     diag = getattr(est, "diagnostics_", None) or {}
     diagnostics = frozenset(k for k in diag if k not in values)
-    for k in diagnostics:
-        values[k] = diag[k]
+    for k in diag:  # the estimator's order: a set's would vary with each process's hash seed
+        if k in diagnostics:
+            values[k] = diag[k]
     return _Outcome(values, fit_seconds, eps_spent, delta_spent, private, reason, diagnostics, ledger)
 
 
-def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, str]) -> list[dict]:
+def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, str],
+                 wall_seconds: float) -> list[dict]:
     """Step 3: one row per (metric, step), in the results schema (RESULT_COLUMNS)."""
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     domain_source = str(getattr(data.dataset, "domain_source", "") or "")
@@ -382,7 +387,7 @@ def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, 
             "data_version": cell.data_version, "fold": cell.fold, "repeat": cell.repeat, "seed": cell.seed, "metric": metric,
             "metric_kind": DIAGNOSTIC if metric in out.diagnostics else METRIC,
             "step": step, "value": value, "fit_seconds": out.fit_seconds,
-            "n_train": data.n_train, "n_test": data.n_test, **provenance, "timestamp": stamp,
+            "wall_seconds": wall_seconds, "n_train": data.n_train, "n_test": data.n_test, **provenance, "timestamp": stamp,
         }
         for metric, step, value in _rows_from(out.values)
     ]
@@ -406,9 +411,11 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
     ledger = out.ledger
     if ledger is not None and not cfg.full_ledger:
         ledger = compact_ledger(ledger)  # a paper-scale campaign's cache stays small
-    # wall_seconds: the whole cell (loading, warm-up, fit, evaluation), for `dpexp plan`
-    payload = {"cell": cell.to_dict(), "rows": _result_rows(cell, data, out, provenance),
-               "ledger": ledger, "wall_seconds": time.perf_counter() - started}
+    # wall_seconds: the whole cell (loading, warm-up, fit, evaluation): on every row, so the
+    # committed table keeps it for `dpexp plan` on a fresh clone; at the top level as before
+    wall_seconds = time.perf_counter() - started
+    payload = {"cell": cell.to_dict(), "rows": _result_rows(cell, data, out, provenance, wall_seconds),
+               "ledger": ledger, "wall_seconds": wall_seconds}
     cache.write_cell(cfg.results_dir, cell, payload)
     return payload
 
@@ -416,23 +423,51 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
 # --------------------------------------------------------------------------- driver
 
 
+#: Environment variables sizing the thread pools of numba, OpenMP, the BLAS libraries and
+#: numexpr; read once, when a process imports the library (joblib's list for loky workers).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS",
+                    "NUMEXPR_NUM_THREADS")
+
+
+def single_threaded_env() -> dict[str, str]:
+    """The environment of a worker process that shares the cores with other workers: one
+    thread per library, so two workers on two cores do not oversubscribe them. The tree
+    kernels sum in an order their data fixes, never by the thread count
+    (:mod:`dpexp.trees.parallel`), so this changes no result, only the time."""
+    return dict.fromkeys(THREAD_VARIABLES, "1")
+
+
 @contextlib.contextmanager
 def _backend(cfg: RunConfig):
+    """The joblib backend of a run. With several worker processes (loky, a local dask
+    cluster) each worker runs single-threaded (:func:`single_threaded_env`, set before it
+    imports numba); in-process threads and a remote dask cluster keep their settings."""
     import joblib
 
     if cfg.backend not in BACKENDS:
         raise DpexpError(f"Unknown backend {cfg.backend!r}; use one of {', '.join(BACKENDS)}.")
-    if cfg.backend != "dask":
-        with joblib.parallel_config(backend=cfg.backend, n_jobs=cfg.jobs):
+    if cfg.backend == "loky":
+        # jobs -1 (every core) or more than one: several workers
+        threads = {"inner_max_num_threads": 1} if cfg.jobs != 1 else {}
+        with joblib.parallel_config(backend="loky", n_jobs=cfg.jobs, **threads):
             yield
         return
-    with dask_client(cfg.scheduler, max(cfg.jobs, 1)), joblib.parallel_config(backend="dask", n_jobs=-1):
+    if cfg.backend == "threading":
+        with joblib.parallel_config(backend="threading", n_jobs=cfg.jobs):
+            yield
+        return
+    workers = max(cfg.jobs, 1)
+    with (dask_client(cfg.scheduler, workers, single_threaded=workers > 1),
+          joblib.parallel_config(backend="dask", n_jobs=-1)):
         yield
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, n_workers: int):
-    """A dask.distributed client: to ``scheduler`` if given, else to a new LocalCluster."""
+def dask_client(scheduler: str | None, n_workers: int, *, single_threaded: bool = False):
+    """A dask.distributed client: to ``scheduler`` if given, else to a new LocalCluster
+    (of ``n_workers`` processes of one task each; ``single_threaded``: each with
+    :func:`single_threaded_env`)."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -442,8 +477,9 @@ def dask_client(scheduler: str | None, n_workers: int):
         if scheduler:
             client = Client(scheduler, timeout="20s")
         else:
+            env = single_threaded_env() if single_threaded else {}
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
+                                   host="127.0.0.1", dashboard_address=None, env=env)
             client = Client(cluster)
     except OSError as exc:
         if cluster is not None:
@@ -601,6 +637,8 @@ def collect(
     """Cached rows of exactly ``cells`` (default: the spec's grid under ``seed``), and the
     cells still missing. To read everything cached, use
     :func:`dpexp.experiments.results.cached_results`."""
+    from dpexp.experiments.results import payload_rows
+
     cells = cells if cells is not None else expand(spec, scale, seed)
     rows, missing = [], []
     for c in cells:
@@ -608,7 +646,7 @@ def collect(
         if data is None:
             missing.append(c)
         else:
-            rows.extend(data["rows"])
+            rows.extend(payload_rows(data))
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     return frame, missing
 

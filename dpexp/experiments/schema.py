@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-#: Columns of the tidy results table, in order.
+#: Columns of the tidy results table, in order. ``fit_seconds`` times the fit alone;
+#: ``wall_seconds`` the whole cell (loading, split, warm-up, fit, evaluation: what a run
+#: pays for it, the same on every row of the cell; NaN in tables written before it existed).
 RESULT_COLUMNS = [
     "experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
     "epsilon_spent", "delta_spent", "private", "not_dp_reason", "domain_source",
     "data_version", "fold", "repeat", "seed", "metric", "metric_kind", "step", "value",
-    "fit_seconds", "n_train", "n_test", "dpexp_version", "git_revision", "timestamp",
+    "fit_seconds", "wall_seconds", "n_train", "n_test", "dpexp_version", "git_revision",
+    "timestamp",
 ]
 
 #: Columns that identify one cell (one fit): the fields of its cache key

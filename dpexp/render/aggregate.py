@@ -130,7 +130,7 @@ def _matches(entry: dict, row: pd.Series, ds_display: dict[str, str]) -> bool:
 #: The verdict column's values besides the markers (never a pass at smoke scale, issue 17
 #: item 4).
 SMOKE_VERDICT = "not compared (smoke)"
-DIAGNOSTIC_VERDICT = "diagnostic (no verdict)"
+DIAGNOSTIC_VERDICT = "timing (no verdict: machine-dependent)"
 NO_TOLERANCE_VERDICT = "no tolerance stated"
 NO_MEAN_VERDICT = "no value of ours (undefined mean)"
 
@@ -233,7 +233,7 @@ def _row_verdict(row: pd.Series, tol: float | None, paper_n: int, evaluated: boo
     out: dict[str, Any] = {"match_low": low, "match_high": high, "within_tolerance": None,
                            "paper_in_ci": None, "value_verdict": None}
     if not evaluated or not math.isfinite(float(row["mean"])):
-        return out  # no verdict on smoke, diagnostics, or an undefined mean of ours
+        return out  # no verdict on smoke, timings, or an undefined mean of ours
     if tol is not None:
         out["within_tolerance"] = bool(abs(float(row["diff"])) <= tol)
     if n >= 2:
@@ -242,13 +242,25 @@ def _row_verdict(row: pd.Series, tol: float | None, paper_n: int, evaluated: boo
     return out
 
 
+def is_timing(metric: Any) -> bool:
+    """Whether ``metric`` is a wall-clock timing (``seconds_per_tree``, ``fit_seconds``...):
+    a property of the machine, so a printed timing is shown beside ours but never judged."""
+    return "seconds" in str(metric)
+
+
+def _unjudged(row: pd.Series, diagnostic: bool) -> bool:
+    """A diagnostic timing: shown beside the paper's value without a verdict. Other
+    diagnostics (counts, fractions, smooth sensitivities the paper prints) are judged."""
+    return diagnostic and is_timing(row.get("metric"))
+
+
 def _verdict_text(row: pd.Series, scale: str, diagnostic: bool) -> str:
     """The ``verdict`` column: the marker, or why a shown paper value has none."""
     if pd.isna(row["paper_value"]):
         return ""
     if scale == "smoke":
         return SMOKE_VERDICT
-    if diagnostic:
+    if _unjudged(row, diagnostic):
         return DIAGNOSTIC_VERDICT
     if row["value_verdict"] is None:
         return NO_MEAN_VERDICT if not math.isfinite(float(row["mean"])) else NO_TOLERANCE_VERDICT
@@ -268,8 +280,10 @@ def attach_paper_values(agg: pd.DataFrame, spec: ExperimentSpec, scale: str = "p
 
     The paper's value is shown wherever an entry matches, but verdicts (and
     ``within_tolerance``, ``paper_in_ci``) are given only at paper scale and only for
-    metrics: smoke numbers come from subsampled data and few trees, and diagnostics are
-    exact quantities of the run (timings, counts), not the released metric the paper reports.
+    non-timings: smoke numbers come from subsampled data and few trees, and a timing
+    (:func:`is_timing`) measures the machine, not the algorithm. Other diagnostics (exact
+    counts and fractions of the run that the paper prints: empty-leaf fractions, smooth
+    sensitivities, changed majorities) are judged like metrics.
     """
     agg = agg.copy()
     entries = spec.paper_values.get("values") or []
@@ -297,7 +311,8 @@ def attach_paper_values(agg: pd.DataFrame, spec: ExperimentSpec, scale: str = "p
             got = {"match_low": np.nan, "match_high": np.nan, "within_tolerance": None,
                    "paper_in_ci": None, "value_verdict": None}
         else:
-            got = _row_verdict(row, tol, paper_n, evaluated=scale != "smoke" and not diag)
+            got = _row_verdict(row, tol, paper_n,
+                               evaluated=scale != "smoke" and not _unjudged(row, diag))
         for c, v in got.items():
             cols[c].append(v)
     for c in ("match_low", "match_high"):
@@ -318,7 +333,7 @@ class ComparisonSummary:
     matched: int  # of those, how many match one of our cached entries
     compared: int  # entries of ours given a verdict
     within: int  # of those, within the spec's tolerance
-    diagnostic: int  # entries shown beside the paper's value without a verdict
+    diagnostic: int  # timings shown beside the paper's value without a verdict
     tolerance: float | None
     smoke: bool
     source: str
@@ -331,24 +346,29 @@ class ComparisonSummary:
         """Entries given a value_verdict (by the tolerance, the interval or both)."""
         return self.reproduced + self.explained + self.unexplained
 
-    def verdict_cell(self) -> str:
-        """A summary column: "reproduced/explained/unexplained" counts, or why none."""
+    def _uncounted_cell(self, counted: int, none_text: str) -> str | None:
+        """A summary cell saying why there are no counts to show (nothing printed, smoke
+        scale, or ``none_text`` when ``counted`` is 0); None when the counts apply."""
         if not self.printed:
             return "—"
         if self.smoke:
             return SMOKE_VERDICT
-        if not self.judged:
-            return "none judged"
+        if not counted:
+            return none_text
+        return None
+
+    def verdict_cell(self) -> str:
+        """A summary column: "reproduced/explained/unexplained" counts, or why none."""
+        why_none = self._uncounted_cell(self.judged, "none judged")
+        if why_none is not None:
+            return why_none
         return f"{self.reproduced} / {self.explained} / {self.unexplained}"
 
     def cell(self) -> str:
         """The report summary's "paper values within tol." column."""
-        if not self.printed:
-            return "—"
-        if self.smoke:
-            return SMOKE_VERDICT
-        if not self.compared:
-            return "none compared"
+        why_none = self._uncounted_cell(self.compared, "none compared")
+        if why_none is not None:
+            return why_none
         return f"{self.within}/{self.compared}"
 
     def text(self) -> str:
@@ -373,7 +393,8 @@ class ComparisonSummary:
                          f"{CI_LEVEL:.0%} interval), {self.explained} missed with an explanation "
                          f"and {self.unexplained} missed unexplained")
         if self.diagnostic:
-            parts.append(f"{self.diagnostic} diagnostic values are shown without a verdict")
+            parts.append(f"{self.diagnostic} timings are shown without a verdict "
+                         "(machine-dependent)")
         return "; ".join(parts) + "."
 
 

@@ -36,7 +36,7 @@ _STYLE = (
 
 #: How a cell or list item of rendered Markdown starts -> its verdict class.
 _CELL_CLASS = {"reproduced": GOOD, "explained": WARN, "unexplained": BAD,
-               "not compared": NONE, "diagnostic": NONE, "no tolerance": NONE}
+               "not compared": NONE, "timing": NONE, "no tolerance": NONE}
 _ITEM_CLASS = {"**✓ pass**": GOOD, "**✗ fail**": BAD, "**✗ fail (explained)**": WARN,
                "**·": NONE, "**?": NONE}
 

@@ -77,7 +77,8 @@ def test_plan_reads_only_and_says_how_each_group_is_estimated(env, tmp_path, mon
     assert res.exit_code == 0, res.output
     assert not r.exists() and not any(cwd.iterdir())  # planning created nothing
     p = json.loads(res.stdout)
-    assert p["todo_by_kind"] == {"measured": 0, "extrapolated": 6, "unknown": 0}
+    assert p["todo_by_kind"] == {"measured": 0, "measured-other": 0, "extrapolated": 6, "unknown": 0,
+                                 "unavailable": 0}
     dp = next(g for g in p["groups"] if g["label"] == "DP forest")
     # 30 trees: calibrated with fewer and scaled; 2 folds of 300 rows train on 150
     assert dp["kind"] == "extrapolated" and "to 150 rows and 30 trees" in dp["method"]
@@ -91,7 +92,7 @@ def test_plan_reads_only_and_says_how_each_group_is_estimated(env, tmp_path, mon
     assert snapshot(r) == before and not any(cwd.iterdir())
 
 
-def test_committed_cells_count_as_done_and_give_fit_times(env):
+def test_committed_cells_count_as_done_and_give_their_wall_times(env):
     r = env
     assert invoke("run", "tinyplan", "--results-dir", r, "-q", "--no-render", "--epsilons", "1").exit_code == 0
     assert (r / "tinyplan" / "results-smoke.csv").exists()
@@ -99,7 +100,8 @@ def test_committed_cells_count_as_done_and_give_fit_times(env):
     p = json.loads(invoke("plan", "tinyplan", "--results-dir", r, "--json").stdout)
     assert (p["cached"], p["todo"]) == (4, 2)
     dp = next(g for g in p["groups"] if g["label"] == "DP forest")
-    assert dp["method"] == "committed: median of 2 cells (fit only)" and dp["kind"] == "measured"
+    # the table has each cell's wall time (wall_seconds): not only its fit
+    assert dp["method"] == "committed: median of 2 cells" and dp["kind"] == "measured"
     assert dp["seconds_per_cell"] > 0
 
 
@@ -119,11 +121,13 @@ def test_each_fit_is_calibrated_once_per_process_across_experiments(env, monkeyp
             for e in ("tinyplan", "tinyplan2"))
     assert a.estimated_seconds == b.estimated_seconds > 0
     assert sorted(calls) == [("tinyplan", "synthA", "breiman_rf"), ("tinyplan", "synthA", "fletcher_forest")]
-    assert a.todo_by_kind() == {"measured": 0, "extrapolated": 6, "unknown": 0}
+    assert a.todo_by_kind() == {"measured": 0, "measured-other": 0, "extrapolated": 6, "unknown": 0,
+                                 "unavailable": 0}
 
 
-def test_a_dataset_not_downloaded_is_unknown_and_not_loaded(env, monkeypatch):
+def test_a_dataset_not_available_is_left_out_and_not_loaded(env, monkeypatch):
     monkeypatch.setattr(plan_mod, "_downloaded", lambda *args: False)
+    monkeypatch.delenv("DPEXP_DATA_MIRROR", raising=False)
 
     def no_loading(*args, **kwargs):
         raise AssertionError("plan loaded a dataset")
@@ -131,9 +135,9 @@ def test_a_dataset_not_downloaded_is_unknown_and_not_loaded(env, monkeypatch):
     monkeypatch.setattr("dpexp.datasets.load_dataset", no_loading)
     res = invoke("plan", "tinyplan", "--results-dir", env)
     assert res.exit_code == 0, res.output
-    assert "(+ 6 cells not estimated)" in res.output and "to compute: 6 unknown" in res.output
-    assert ("not estimated (unknown: dataset not downloaded yet): 6 cells in 2 group(s): "
-            "synthA / DP forest, synthA / RF") in res.output
+    assert "cells not estimated" not in res.output and "to compute: 6 unavailable" in res.output
+    assert ("left out: 6 cells of datasets not available here (synthA: neither downloaded nor "
+            "in a data-mirror folder)") in res.output
 
 
 def test_no_calibrate_times_nothing(env, monkeypatch):
@@ -158,5 +162,6 @@ def test_calibration_stops_at_its_time_budget(env):
 
     spec = resolve("tinyplan").at_scale("smoke")
     p = plan_mod.make_plan(spec, "smoke", env, calibrator=plan_mod.Calibrator(budget_seconds=0))
-    assert p.todo_by_kind() == {"measured": 0, "extrapolated": 0, "unknown": 6}
+    assert p.todo_by_kind() == {"measured": 0, "measured-other": 0, "extrapolated": 0, "unknown": 6,
+                                 "unavailable": 0}
     assert {g.method for g in p.groups} == {"unknown: calibration time budget (0 s) spent"}

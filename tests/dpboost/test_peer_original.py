@@ -33,10 +33,17 @@ def test_settings_follow_the_paper_and_the_authors_scripts(peer):
     authors = peer.fork_params("authors", "classification", 4.0, 50)
     assert (authors["objective"], authors["learning_rate"], authors["num_leaves"],
             authors["bagging_fraction"], authors["total_budget"]) == ("binary", 0.1, 31, 0.5, 4.0)
+    # both settings switch on the fork's DPBoost partition and filtering (its Bagging())
+    assert all((peer.fork_params(s, "classification", 1.0, 50)["bagging_freq"],
+                peer.fork_params(s, "classification", 1.0, 50)["bagging_fraction"]) == (1, 0.5)
+               for s in ("paper", "authors"))
     # regression with the authors' script boosts from the label mean (LightGBM's default)
     assert "boost_from_average" not in peer.fork_params("authors", "regression", 1.0, 50)
     assert peer.branch_for("authors", "classification") == "bin"
     assert peer.branch_for("paper", "classification") == "reg"
+    assert "logistic hessians" in peer.not_dp_reason("authors", "classification")
+    assert "label mean" in peer.not_dp_reason("authors", "regression")
+    assert "hessian" not in peer.not_dp_reason("paper", "classification")
     with pytest.raises(ValueError, match="setting"):
         peer.fork_params("other", "classification", 1.0, 50)
 
@@ -71,3 +78,17 @@ def test_runs_on_dpexp_folds_and_writes_cells_render_shows(peer, tmp_path, monke
     ds = load_for_cell(adult, spec.max_rows("smoke"), 0, None)
     _, te = split_indices(ds, spec.cv, 0, 0, 0)
     assert set(peer_rows[peer_rows["fold"] == 0]["n_test"]) == {len(te)}
+    # the fork's settings are in the cell's params, and each row's key (what the committed
+    # table is read back by) is its cell's: a fresh clone sees the cell once, not twice
+    from dpexp.experiments.committed import row_key
+    from dpexp.experiments.results import read_cells
+
+    payloads = [p for p in read_cells(results, spec.id, "smoke")
+                if p["cell"]["algorithm"] == "dpboost_original"]
+    assert len(payloads) == 2 * spec.cv.folds
+    for p in payloads:
+        assert {row_key(r) for r in p["rows"]} == {p["key"]}
+        assert p["cell"]["data_version"] and p["rows"][0]["data_version"] == p["cell"]["data_version"]
+        fork = p["cell"]["params"]["fork"]
+        assert "total_budget" not in fork  # the budget is the cell's epsilon
+        assert fork["learning_rate"] == (0.01 if p["cell"]["params"]["setting"] == "paper" else 0.1)

@@ -128,9 +128,7 @@ def discrete_release(
         X, y = data
         rows = []
         for noise in noise_children(rng, size):
-            est = make(noise).set_params(epsilon=epsilon)
-            if "delta" in est.get_params():
-                est.set_params(delta=delta)
+            est = _with_budget(make(noise), epsilon, delta)
             with warnings.catch_warnings():
                 # only the broken targets read public input from the data; they warn
                 warnings.simplefilter("ignore")
@@ -146,24 +144,37 @@ def discrete_release(
     return release
 
 
-def real_release(make: Callable[[np.random.Generator], Any], probe: np.ndarray
-                 ) -> Callable[..., np.ndarray]:
-    """A release that fits ``make(noise_rng)`` per draw and returns ``predict(probe)[0]``."""
+def _with_budget(est: Any, epsilon: float, delta: float) -> Any:
+    """``est`` set to the audited budget (``delta`` only where the estimator takes one)."""
+    est.set_params(epsilon=epsilon)
+    if "delta" in est.get_params():
+        est.set_params(delta=delta)
+    return est
+
+
+def _real_valued_release(make: Callable[[np.random.Generator], Any],
+                         read: Callable[[Any], Any]) -> Callable[..., np.ndarray]:
+    """A release that fits ``make(noise_rng)`` per draw and returns ``float(read(fitted))``."""
 
     def release(data: tuple[np.ndarray, np.ndarray], *, epsilon: float, delta: float,
                 rng: np.random.Generator, size: int) -> np.ndarray:
         X, y = data
         out = np.empty(size)
         for i, noise in enumerate(noise_children(rng, size)):
-            est = make(noise).set_params(epsilon=epsilon)
-            if "delta" in est.get_params():
-                est.set_params(delta=delta)
+            est = _with_budget(make(noise), epsilon, delta)
             with warnings.catch_warnings():
+                # only the broken targets read public input from the data; they warn
                 warnings.simplefilter("ignore")
-                out[i] = float(est.fit(X, y).predict(probe[:1])[0])
+                out[i] = float(read(est.fit(X, y)))
         return out
 
     return release
+
+
+def real_release(make: Callable[[np.random.Generator], Any], probe: np.ndarray
+                 ) -> Callable[..., np.ndarray]:
+    """A release that fits ``make(noise_rng)`` per draw and returns ``predict(probe)[0]``."""
+    return _real_valued_release(make, lambda est: est.predict(probe[:1])[0])
 
 
 # ----------------------------------------------------------------------------- datasets
@@ -244,19 +255,7 @@ def score_release(make: Callable[[np.random.Generator], Any], point: np.ndarray
                   ) -> Callable[..., np.ndarray]:
     """A release that fits ``make(noise_rng)`` per draw and returns the real-valued
     ``decision_function(point)[0]`` (the initial score plus every tree's leaf there)."""
-
-    def release(data: tuple[np.ndarray, np.ndarray], *, epsilon: float, delta: float,
-                rng: np.random.Generator, size: int) -> np.ndarray:
-        X, y = data
-        out = np.empty(size)
-        for i, noise in enumerate(noise_children(rng, size)):
-            est = make(noise).set_params(epsilon=epsilon)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out[i] = float(est.fit(X, y).decision_function(point[:1])[0])
-        return out
-
-    return release
+    return _real_valued_release(make, lambda est: est.decision_function(point[:1])[0])
 
 
 def _target(name: str, algorithm: str, release: Callable[..., np.ndarray], datasets: Sequence,

@@ -2,7 +2,8 @@
 comparators JPW, FS (DiffP-C4.5) and diffprivlib.
 
 Modules: :mod:`.forest` (the forest), :mod:`.trees` (data-independent trees, compiled
-routing), :mod:`.comparators`, :mod:`.procedures` (Tables 2, 4, 5, 6; the Fig. 11 FS ablation), :mod:`.audit`.
+routing), :mod:`.comparators`, :mod:`.procedures` (Tables 2, 4, 5, 6; the Fig. 11 FS ablation),
+:mod:`.ablations` (the Fig. 11 JPW tree-vote ablation), :mod:`.audit`.
 """
 
 from dpexp.registry import AlgorithmInfo, PaperManifest
@@ -11,6 +12,7 @@ _PAPER = "fletcher-islam-2017-with-2021-addendum"
 _FOREST = "dpexp.papers.fletcher.forest"
 _COMP = "dpexp.papers.fletcher.comparators"
 _PROC = "dpexp.papers.fletcher.procedures"
+_ABL = "dpexp.papers.fletcher.ablations"
 _NOISY = ("differentially private: on the checks' tiny data sets the privacy noise "
           "(and, for the forest, one disjoint subset of a few records per tree) dominates")
 
@@ -56,7 +58,8 @@ MANIFEST = PaperManifest(
     ],
     procedures={name: f"{_PROC}:{name}" for name in
                 ("fletcher_table2", "fletcher_table4", "fletcher_table5", "fletcher_table6",
-                 "fletcher_fs_as_discrete")},
+                 "fletcher_fs_as_discrete")}
+    | {"fletcher_jpw_vote": f"{_ABL}:fletcher_jpw_vote"},
     audit_targets=["dpexp.papers.fletcher.audit:AUDIT_TARGETS"],
     broken_audit_targets=["dpexp.papers.fletcher.audit:BROKEN_AUDIT_TARGETS"],
     # the estimators' own defaults (100 trees; JPW 10; FS depth 5), as the checks always ran

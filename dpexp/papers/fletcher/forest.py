@@ -45,7 +45,6 @@ given they are read from the training data with a warning and the fit is marked 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,7 +69,11 @@ from dpexp.privacy import (
     smooth_sensitivity_leaf_2017,
 )
 from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.public import DataDependentDomainWarning, public_classes
+from dpexp.privacy.public import (
+    DataDependentDomainWarning,
+    public_classes,
+    warn_outside_package,
+)
 from dpexp.privacy.randomness import estimator_streams
 
 LEAF_RULES = ("rosnam", "smooth_2017", "global_2017")
@@ -104,10 +107,9 @@ def resolve_metadata(X, feature_domain, categorical_features, n_categories) -> _
     derived = []
     if feature_domain is None:
         derived.append("feature_domain read from the training data")
-        warnings.warn(
+        warn_outside_package(
             "feature_domain not given: using the training data's min/max (not private).",
             PublicMetadataWarning,
-            stacklevel=3,
         )
         lows, highs = (X.min(axis=0), X.max(axis=0)) if X.shape[0] else (np.zeros(m), np.ones(m))
     else:
@@ -121,10 +123,9 @@ def resolve_metadata(X, feature_domain, categorical_features, n_categories) -> _
     if n_categories is None:
         if cat.any():
             derived.append("n_categories read from the training data")
-            warnings.warn(
+            warn_outside_package(
                 "n_categories not given: using the training data's codes (not private).",
                 PublicMetadataWarning,
-                stacklevel=3,
             )
         k = np.where(cat, np.nan_to_num(X.max(axis=0), nan=0).astype(np.int64) + 1, 0)
     else:
@@ -133,7 +134,7 @@ def resolve_metadata(X, feature_domain, categorical_features, n_categories) -> _
     return _Metadata(lows.astype(np.float64), highs.astype(np.float64), cat, k, "; ".join(derived))
 
 
-def encode_labels(estimator, y, accountant: Accountant, *, stacklevel: int = 4) -> np.ndarray:
+def encode_labels(estimator, y, accountant: Accountant) -> np.ndarray:
     """Set ``estimator.classes_`` to the declared label set and return ``y``'s class indices.
 
     ``classes_`` (hence ``predict_proba``'s columns and every per-class count) is the
@@ -141,8 +142,7 @@ def encode_labels(estimator, y, accountant: Accountant, *, stacklevel: int = 4) 
     fold without a class still gets its column. Without ``classes`` the set is read from
     ``y`` (warned by :func:`public_classes`) and the fit is marked not DP.
     """
-    # stacklevel: the warning names the user's fit call (public_classes < here < fit < user).
-    estimator.classes_ = public_classes(y, estimator.classes, stacklevel=stacklevel)
+    estimator.classes_ = public_classes(y, estimator.classes)
     if estimator.classes is None:
         accountant.mark_not_dp("classes read from the training labels")
     return np.searchsorted(estimator.classes_, np.asarray(y)).astype(np.int64)
@@ -207,7 +207,7 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         if n_trees < 1:
             raise ValueError(f"n_trees must be >= 1, got {n_trees!r}")
         self.accountant_ = Accountant(epsilon=epsilon if np.isfinite(epsilon) else 1e300)
-        y_enc = encode_labels(self, y, self.accountant_, stacklevel=5)
+        y_enc = encode_labels(self, y, self.accountant_)
         C = self.classes_.size
         meta = resolve_metadata(X, self.feature_domain, self.categorical_features, self.n_categories)
         mark_metadata(meta, self.accountant_)

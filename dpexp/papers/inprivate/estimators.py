@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -111,6 +110,7 @@ from dpexp.papers.inprivate.protocol import (
 )
 from dpexp.privacy import Accountant
 from dpexp.privacy.budget import charges_budget
+from dpexp.privacy.public import warn_outside_package
 from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
 from dpexp.trees.binning import MAX_BINS
 
@@ -187,11 +187,11 @@ class _InPrivateBase(BaseEstimator):
         if self.records_per_participant is None or self.n_records is not None:
             return (None if self.n_records is None else int(self.n_records)), False
         if self._private:
-            warnings.warn(
+            warn_outside_package(
                 "records_per_participant given without n_records: the participants' shares "
                 "come from the private number of training records (not differentially "
                 "private); declare n_records (the runner passes the training-set size)",
-                DataDependentShareWarning, stacklevel=3)
+                DataDependentShareWarning)
         return n, True
 
     def _make_nodes(self, X, z, cfg: ProtocolConfig, streams: EstimatorStreams,

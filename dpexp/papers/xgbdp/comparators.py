@@ -32,6 +32,17 @@ captions:
   count of the resampled private rows) is a diagnostic, not part of the release.
 * The non-private twins (``np_xgb_tree_rf``, ``np_xgb_tree_adaboost``) run the same
   loops with greedy splits, exact leaves and exact errors.
+
+Ablation knobs (``experiments/xgbdp-ablation-comparators.yaml``, issue 22), the Table 2
+setting first; they are passed to :func:`grow_xgbdp_tree` exactly as XGBoost-DP's knobs:
+
+* ``count_share`` (0.5, Section 5.1's "two halves"): the share of a node's layer budget
+  spent on its noisy count, the rest on its split or leaf. Still DP at the same total.
+* ``noiseless`` (``""``): ``"split"``, ``"count"``, ``"leaf"`` or a comma-separated list
+  compute those releases of every tree without noise (charged as if noised) to show where
+  the accuracy goes; AdaBoost also accepts ``"error"`` (its two error sums exact). **Not
+  DP**: the fit calls ``accountant_.mark_not_dp`` and the runner records
+  ``private = false``.
 """
 
 from __future__ import annotations
@@ -41,8 +52,11 @@ import math
 import numpy as np
 
 from dpexp.papers.xgbdp.estimators import (
+    NOISE_SOURCES,
     XGBDPEnsembleBase,
     grow_xgbdp_tree,
+    parse_noiseless,
+    per_node_budgets,
     per_tree_budget,
     resolve_max_features,
 )
@@ -51,6 +65,8 @@ from dpexp.privacy.partition import keyed_uniform
 from dpexp.privacy.randomness import EstimatorStreams
 
 ERR_CLIP = 1e-6
+#: AdaBoost's own release that ``noiseless`` may switch off (ablation): its error sums.
+ERROR_SOURCE = "error"
 
 
 def adaboost_round_budgets(eps_round: float, max_depth: int) -> tuple[float, float]:
@@ -63,6 +79,26 @@ def samme_alpha(err: float) -> float:
     """SAMME weight of a binary weak learner, ``ln((1-err)/err)``, 0 when ``err >= 1/2``."""
     err = min(max(float(err), ERR_CLIP), 1.0 - ERR_CLIP)
     return max(0.0, math.log((1.0 - err) / err))
+
+
+def ablation_tree_kwargs(est, acc, extra: tuple[str, ...] = ()) -> tuple[dict, frozenset[str]]:
+    """The DP tree's ablation keywords (``count_share``, ``exact``) of a private comparator,
+    checked, and the sources of ``extra`` (a comparator's own releases, e.g. AdaBoost's
+    ``"error"``) that ``noiseless`` lists; a ``noiseless`` fit is marked not DP on ``acc``
+    (module docstring)."""
+    share = float(est.count_share)
+    per_node_budgets(1.0, 0, share)  # raises on a share outside (0, 1)
+    parts = {p.strip() for p in str(est.noiseless or "").split(",") if p.strip()}
+    allowed = set(NOISE_SOURCES) | set(extra)
+    if parts - allowed:
+        raise ValueError(f"noiseless must list some of {sorted(allowed)} (comma-separated), "
+                         f"got {sorted(parts - allowed)}")
+    own = frozenset(parts & set(extra))
+    exact = parse_noiseless(",".join(sorted(parts - own)))
+    if parts:
+        acc.mark_not_dp(f"ablation: {', '.join(sorted(parts))} noise switched off "
+                        "(noiseless); charged as if noised")
+    return {"count_share": share, "exact": exact}, own
 
 
 class _ForestPart:
@@ -83,6 +119,7 @@ class _ForestPart:
         g = -(2.0 * y01 - 1.0)
         rows = np.arange(data.n_rows)
         eps_t = per_tree_budget(acc.epsilon, T) if private else None
+        knobs = ablation_tree_kwargs(self, acc)[0] if private else {}
         trees = []
         # feature draws: structure (data-independent); noisy counts/splits/leaves: noise
         structure = [np.random.default_rng(c) for c in streams.structure.spawn(T)]
@@ -93,7 +130,7 @@ class _ForestPart:
             if private:
                 with acc.sequential(f"tree {t}"):
                     grown = grow_xgbdp_tree(data, g, rows, self.mapper_, accountant=acc,
-                                            min_noisy_count=self.min_noisy_count, **kw)
+                                            min_noisy_count=self.min_noisy_count, **knobs, **kw)
             else:
                 grown = grow_xgbdp_tree(data, g, rows, self.mapper_, accountant=None,
                                         min_samples_leaf=int(self.min_samples_leaf), **kw)
@@ -125,6 +162,8 @@ class _AdaBoostPart:
         logw = np.zeros(n)
         if private:
             eps_tree, eps_err = adaboost_round_budgets(per_tree_budget(acc.epsilon, T), D)
+            knobs, own = ablation_tree_kwargs(self, acc, extra=(ERROR_SOURCE,))
+            exact_error = ERROR_SOURCE in own
         else:
             eps_tree = eps_err = None
         trees, alphas, kept = [], [], []
@@ -140,10 +179,11 @@ class _AdaBoostPart:
                 with acc.sequential(f"round {t}"):
                     with acc.sequential(f"round {t} tree"):
                         grown = grow_xgbdp_tree(data, g, rows, self.mapper_, accountant=acc,
-                                                min_noisy_count=self.min_noisy_count, **kw)
+                                                min_noisy_count=self.min_noisy_count,
+                                                **knobs, **kw)
                     miss = self._miss(grown, data, ypm)
                     e_sum, w_sum = self._noisy_error_sums(w, miss, eps_err, acc, t,
-                                                          noise[2 * t + 1])
+                                                          noise[2 * t + 1], exact_error)
             else:
                 grown = grow_xgbdp_tree(data, g, rows, self.mapper_, accountant=None,
                                         min_samples_leaf=int(self.min_samples_leaf), **kw)
@@ -172,14 +212,18 @@ class _AdaBoostPart:
         return (h != ypm).astype(np.float64)
 
     @staticmethod
-    def _noisy_error_sums(w, miss, eps_err, acc, t, rng) -> tuple[float, float]:
+    def _noisy_error_sums(w, miss, eps_err, acc, t, rng, exact=False) -> tuple[float, float]:
+        """Laplace-noised ``(sum w miss, sum w)``; ``exact`` (ablation, not DP): no noise,
+        still charged."""
         with acc.sequential(f"round {t} error"):
             acc.spend(eps_err, what=f"round {t} weighted error sum", mechanism="laplace",
                       sensitivity=1.0)
             acc.spend(eps_err, what=f"round {t} weight sum", mechanism="laplace",
                       sensitivity=1.0)
-        e, tot = laplace_mechanism(np.array([np.sum(w * miss), np.sum(w)]), epsilon=eps_err,
-                                   sensitivity=1.0, rng=rng)
+        sums = np.array([np.sum(w * miss), np.sum(w)])
+        if exact:
+            return float(sums[0]), float(sums[1])
+        e, tot = laplace_mechanism(sums, epsilon=eps_err, sensitivity=1.0, rng=rng)
         return float(e), float(tot)
 
 
@@ -193,7 +237,8 @@ class DPRandomForestXGBDPClassifier(_ForestPart, XGBDPEnsembleBase):
     """DP random forest from the XGBoost-DP tree (Table 2 comparator; module docstring)."""
 
     def __init__(self, *, epsilon=1.0, n_trees=5, max_depth=7, max_features="sqrt",
-                 reg_lambda=1.0, min_noisy_count="auto", binning="domain", max_bins=32,
+                 reg_lambda=1.0, min_noisy_count="auto", count_share=0.5, noiseless="",
+                 binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
                  classes=None, random_state=None, noise_rng=None, accountant=None):
         _common_init(self, locals())
@@ -215,7 +260,8 @@ class DPAdaBoostXGBDPClassifier(_AdaBoostPart, XGBDPEnsembleBase):
     """DP AdaBoost from the XGBoost-DP tree (Table 2 comparator; module docstring)."""
 
     def __init__(self, *, epsilon=1.0, n_trees=5, max_depth=7, reg_lambda=1.0,
-                 min_noisy_count="auto", binning="domain", max_bins=32, feature_domain=None,
+                 min_noisy_count="auto", count_share=0.5, noiseless="", binning="domain",
+                 max_bins=32, feature_domain=None,
                  categorical_features=None, n_categories=None, classes=None,
                  random_state=None, noise_rng=None, accountant=None):
         _common_init(self, locals())

@@ -1,0 +1,68 @@
+"""The Fig. 11 JPW tree-vote ablation procedure (issue 21): dpexp.papers.fletcher.ablations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpexp.experiments.procedures import CellContext, get_procedure
+from dpexp.papers.fletcher.ablations import jpw_tree_counts, majority_vote
+from dpexp.papers.fletcher.comparators import JPWForestClassifier
+
+
+class _Data:
+    def __init__(self, n_features: int):
+        self.n_features = n_features
+
+    def public_metadata(self):
+        return {
+            "classes": np.array([0, 1]),
+            "feature_domain": np.array([[0.0, 1.0]] * self.n_features),
+            "categorical_features": np.ones(self.n_features, bool),
+            "n_categories": np.full(self.n_features, 2),
+        }
+
+
+def _binary_data(seed: int, n: int = 3000, m: int = 4):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, m)).astype(float)
+    y = X[:, 0].astype(int)  # feature 0 decides the label
+    return X, y
+
+
+def test_majority_vote_counts_trees_not_counts():
+    # Tree 0 is very confident for class 1, trees 1 and 2 mildly for class 0:
+    # summed counts pick 1, the vote picks 0.
+    counts = np.array([[[0.0, 100.0]], [[2.0, 1.0]], [[3.0, 1.0]]])
+    assert majority_vote(counts).tolist() == [0]
+    assert int(np.argmax(counts.sum(axis=0), axis=1)[0]) == 1
+
+
+def test_majority_vote_ties_go_to_the_lowest_class():
+    counts = np.array([[[1.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]]])
+    assert majority_vote(counts).tolist() == [0]
+
+
+def test_tree_counts_sum_to_jpw_summed_counts():
+    X, y = _binary_data(0)
+    meta = _Data(X.shape[1]).public_metadata()
+    model = JPWForestClassifier(epsilon=1.0, n_trees=5, max_depth=2, random_state=3,
+                                feature_domain=meta["feature_domain"],
+                                categorical_features=meta["categorical_features"],
+                                n_categories=meta["n_categories"], classes=meta["classes"])
+    model.fit(X[:2500], y[:2500])
+    per_tree = jpw_tree_counts(model, X[2500:])
+    assert per_tree.shape == (5, 500, 2)
+    np.testing.assert_allclose(per_tree.sum(axis=0), model._summed_counts(X[2500:]))
+
+
+def test_procedure_scores_vote_and_sum_on_one_fit():
+    X, y = _binary_data(1)
+    ctx = CellContext(dataset=_Data(X.shape[1]), params={"max_depth": 3}, epsilon=1.0,
+                      rng=np.random.default_rng(0), random_state=0,
+                      X_train=X[:2500], y_train=y[:2500], X_test=X[2500:], y_test=y[2500:])
+    out = get_procedure("fletcher_jpw_vote")(ctx)
+    assert set(out) == {"accuracy", "accuracy_summed", "depth"}
+    assert out["depth"] == 3.0
+    # With 2,500 records and epsilon = 1 the label feature's leaves dominate both rules.
+    assert out["accuracy"] > 0.9
+    assert out["accuracy_summed"] > 0.9
