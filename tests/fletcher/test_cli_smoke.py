@@ -30,9 +30,10 @@ def test_fletcher_specs_validate():
     root = Path(__file__).resolve().parents[2] / "experiments"
     ids = sorted(p.stem for p in root.glob("fletcher-*.yaml"))
     expected = {"fletcher-table2", "fletcher-table3", "fletcher-table4", "fletcher-table5", "fletcher-table6",
-                *(f"fletcher-fig{i}" for i in range(4, 15)),
-                "fletcher-ablation-comparators"}  # ours: explains the FS misses of Fig. 11
-    assert set(ids) == expected
+                *(f"fletcher-fig{i}" for i in range(4, 15))}
+    # the paper's artefacts, plus our ablations (fletcher-ablation-*: they explain misses)
+    assert expected <= set(ids) and "fletcher-ablation-comparators" in ids
+    assert all(i.startswith("fletcher-ablation-") for i in set(ids) - expected)
     for i in ids:
         spec = load_spec_file(root / f"{i}.yaml")
         assert spec.id == i
