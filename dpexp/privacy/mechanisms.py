@@ -254,9 +254,14 @@ def _inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
                 top = x[r, i]
         acc = 0.0
         last = k - 1
+        prev = np.nan
+        w = 0.0
         for i in range(k):
-            z = (x[r, i] - top) * scale
-            w = np.exp(z) if z == z else 0.0  # -inf -> 0, NaN -> 0
+            # equal utilities (runs of empty bins) have equal weights: one exp per run
+            if x[r, i] != prev:
+                prev = x[r, i]
+                z = (prev - top) * scale
+                w = np.exp(z) if z == z else 0.0  # -inf -> 0, NaN -> 0
             acc += w
             cum[i] = acc
             if w > 0.0:

@@ -37,6 +37,7 @@ from dpexp.trees.predict import (
     add_leaf_segments,
     add_split_segments,
     add_tree_binned,
+    add_tree_binned_rows,
     apply_binned_dense,
 )
 from dpexp.trees.row_stores import GrowWorkspace, RowStore, row_store
@@ -68,6 +69,9 @@ class SplitContext:
     accountant: Any | None
     label: str = ""
     n_candidates_total: int | None = None  # sum(n_candidates), when the grower has it
+    # n_bins[f]: the bins of feature f from n_bins[f] on hold zeros in hist (public, from
+    # the bin mapper; None when the caller does not promise it)
+    n_bins: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -128,8 +132,10 @@ class GrownTree:
         )
 
     def add_to_scores(self, scores: np.ndarray, scale: float, data: BinnedData | None = None,
-                      *, grown_rows_only: bool = False) -> None:
-        """``scores += scale * value[leaf(x), 0]`` in place for every row of dense ``data``.
+                      *, grown_rows_only: bool = False, rows: np.ndarray | None = None
+                      ) -> None:
+        """``scores += scale * value[leaf(x), 0]`` in place for every row of dense ``data``,
+        or for the rows ``rows`` of it only (distinct ids; the others are left as they are).
 
         With ``grown_rows_only`` only the rows the tree was grown on are updated, from the
         stored leaf segments (no tree walk; exact same leaves as :meth:`apply_binned`).
@@ -143,6 +149,10 @@ class GrownTree:
                               value[self.leaf_node], float(scale), scores)
             return
         t = self.tree
+        if rows is not None:
+            add_tree_binned_rows(data.codes, rows, t.feature.astype(np.int64), self.bins,
+                                 t.child_start.astype(np.int64), value, float(scale), scores)
+            return
         add_tree_binned(data.codes, t.feature.astype(np.int64), self.bins,
                         t.child_start.astype(np.int64), value, float(scale), scores)
 
@@ -205,7 +215,7 @@ class _LevelGrower:
             depth=depth, max_depth=self.max_depth, hist=lv.hist, totals=lv.totals,
             n_candidates=self.n_candidates, n_rows=lv.ends - lv.starts, node_ids=lv.node_ids,
             rng=self.rng, accountant=self.accountant, label=self.label,
-            n_candidates_total=self.n_candidates_total,
+            n_candidates_total=self.n_candidates_total, n_bins=self.levels.n_bins,
         )
         feat, bin_ = self.split_policy(ctx)
         feat = np.asarray(feat, dtype=np.int64)

@@ -16,13 +16,18 @@ h to the constant value one").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpexp.privacy import exponential_mechanism, laplace_mechanism
 from dpexp.trees.grower import LeafContext, SplitContext
-from dpexp.trees.split_search import best_splits, split_gains
+from dpexp.trees.split_search import (
+    best_splits,
+    candidate_gains,
+    candidate_offsets,
+    split_gains,
+)
 
 _EMPTY_COUNTS = np.zeros((0, 0, 0))
 
@@ -65,6 +70,26 @@ def gain_utilities(ctx: SplitContext, reg_lambda: float) -> tuple[np.ndarray, np
     return flat[:, idx], idx
 
 
+class _CandidateLayout:
+    """The packed candidate columns of :func:`~dpexp.trees.split_search.candidate_gains`
+    for one public candidate grid (``n_candidates``, histogram width), kept by a policy
+    across the depths and trees of a fit instead of being rebuilt per call."""
+
+    def __init__(self, n_candidates: np.ndarray, n_bins: int) -> None:
+        self.key = (np.asarray(n_candidates, dtype=np.int64).copy(), n_bins)
+        self.offsets = candidate_offsets(n_candidates, n_bins)
+        n_valid, offset = self.offsets
+        self.ends = offset + n_valid  # one past each feature's last column
+
+    def matches(self, n_candidates: np.ndarray, n_bins: int) -> bool:
+        return n_bins == self.key[1] and np.array_equal(n_candidates, self.key[0])
+
+    def feature_bin(self, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(feature, bin)`` of packed candidate columns ``choice``."""
+        feat = np.searchsorted(self.ends, choice, side="right").astype(np.int64)
+        return feat, choice - self.offsets[1][feat]
+
+
 @dataclass
 class ExponentialSplit:
     """Exponential mechanism split (Li et al. 2020 Algorithm 1, lines 4-8).
@@ -78,26 +103,35 @@ class ExponentialSplit:
     reg_lambda: float
     epsilon: float
     sensitivity: float
+    _layout: _CandidateLayout | None = field(default=None, init=False, repr=False,
+                                             compare=False)
 
     def __call__(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
-        n_cand_max = ctx.hist.shape[2] - 1
-        if n_cand_max <= 0 or int(ctx.n_candidates.sum()) == 0:
+        n_bins = ctx.hist.shape[2]
+        total = (int(ctx.n_candidates.sum()) if ctx.n_candidates_total is None
+                 else ctx.n_candidates_total)
+        if n_bins <= 1 or total == 0:
             none = np.full(ctx.n_nodes, -1, dtype=np.int64)
             return none, none.copy()
-        util, idx = gain_utilities(ctx, self.reg_lambda)
+        lay = self._layout
+        if lay is None or not lay.matches(ctx.n_candidates, n_bins):
+            lay = self._layout = _CandidateLayout(ctx.n_candidates, n_bins)
+        # the public candidates' gains, packed (candidate (f, b) at offset[f] + b): the
+        # utilities gain_utilities gives, bit for bit, without the padded array
+        util = candidate_gains(ctx.hist, float(self.reg_lambda), ctx.n_candidates,
+                               lay.offsets, ctx.n_bins)
         # one split per node; the nodes of a depth hold disjoint rows (parallel composition)
         ctx.accountant.spend(
             self.epsilon, releases=ctx.n_nodes,
             what=f"{ctx.label} depth {ctx.depth} splits",
-            nodes=[int(i) for i in ctx.node_ids], mechanism="exponential",
+            nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(), mechanism="exponential",
             sensitivity=self.sensitivity,
         )
         choice = np.atleast_1d(
             exponential_mechanism(util, epsilon=self.epsilon, sensitivity=self.sensitivity,
                                   rng=ctx.rng)
         ).astype(np.int64)
-        choice = idx[choice]
-        return choice // n_cand_max, choice % n_cand_max
+        return lay.feature_bin(choice)
 
 
 @dataclass
@@ -127,7 +161,7 @@ class LaplaceLeaf:
         if ctx.n_leaves:  # one value per leaf; leaves hold disjoint rows (parallel composition)
             ctx.accountant.spend(
                 self.epsilon, releases=ctx.n_leaves, what=f"{ctx.label} leaf values",
-                nodes=[int(i) for i in ctx.node_ids], mechanism="laplace",
+                nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(), mechanism="laplace",
                 sensitivity=self.sensitivity,
             )
         return np.atleast_1d(

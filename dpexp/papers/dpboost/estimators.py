@@ -313,13 +313,16 @@ class _BoostingBase(BaseEstimator):
         ):
             self.accountant_.mark_not_dp(reason)
 
-    def _update_scores(self, grown, data, X, F):
-        """``F += learning_rate * tree(x)`` in place for every training row."""
+    def _update_scores(self, grown, data, X, F, read_later: np.ndarray | None = None):
+        """``F += learning_rate * tree(x)`` in place for every training row, or (dense data)
+        for the rows ``read_later`` only: the rows a later tree of the fit reads. The
+        others' scores are never read again, so they are left behind; each row that is
+        read got every tree's addition in order, as with the full update."""
         lr = float(self.learning_rate)
         if data.is_sparse:
             F += lr * grown.tree.value[apply_tree(grown.tree, prepare_predict_matrix(X)), 0]
         else:
-            grown.add_to_scores(F, lr, data)
+            grown.add_to_scores(F, lr, data, rows=read_later)
 
     def _raw(self, X):
         check_is_fitted(self, "trees_")
@@ -377,9 +380,12 @@ class _DPBoostMixin:
         rounds_offered, rounds_used = [], []
         workspace = GrowWorkspace()
 
-        def one_tree(t: int, rows: np.ndarray, t_glc: int | None = None):
+        def one_tree(t: int, rows: np.ndarray, t_glc: int | None = None,
+                     read_later: np.ndarray | None = None):
             # t_glc: the iteration index GLC decays with (the tree's 1-based position in
-            # its ensemble when glc_per_ensemble, else t; only mode "dpboost" clips)
+            # its ensemble when glc_per_ensemble, else t; only mode "dpboost" clips).
+            # read_later: the rows later trees read (None: every row), the only scores
+            # the update must keep current
             t_glc = t if t_glc is None or not self.glc_per_ensemble else t_glc
             gradients(F, y, self.loss_, out=stats[:, 0])
             if exact_h:
@@ -403,7 +409,7 @@ class _DPBoostMixin:
                     split_policy=split, leaf_policy=leaf, rng=tree_rngs[t - 1],
                     accountant=acc, label=f"tree {t}", workspace=workspace, unit_last=True,
                 )
-            self._update_scores(grown, data, X, F)
+            self._update_scores(grown, data, X, F, read_later)
             trees.append(grown.tree)
 
         all_rows = np.arange(n)
@@ -415,8 +421,9 @@ class _DPBoostMixin:
         elif mode == "para":
             parts = record_partition(n, para_proportions(T), np.random.default_rng(part_ss))
             with acc.parallel("trees (disjoint halves of the unused records)"):
-                for t in range(1, T + 1):
-                    one_tree(t, np.flatnonzero(parts == t - 1))
+                for t in range(1, T + 1):  # tree t reads part t - 1 only
+                    one_tree(t, np.flatnonzero(parts == t - 1),
+                             read_later=np.flatnonzero(parts >= t))
             rounds_offered.append(sum(offered))
             rounds_used.append(sum(used))
         else:
@@ -426,10 +433,12 @@ class _DPBoostMixin:
             for e, s in enumerate(ens_ss):
                 parts = record_partition(n, props, np.random.default_rng(s))
                 k0 = len(offered)
+                last = e == len(ens_ss) - 1  # after it no ensemble reads the records again
                 with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
                     for te in range(min(Te, T - t)):
                         t += 1
-                        one_tree(t, np.flatnonzero(parts == te), te + 1)
+                        one_tree(t, np.flatnonzero(parts == te), te + 1,
+                                 read_later=np.flatnonzero(parts > te) if last else None)
                 rounds_offered.append(sum(offered[k0:]))
                 rounds_used.append(sum(used[k0:]))
         # exact counts of the private data: diagnostics for the experiments (recorded with
