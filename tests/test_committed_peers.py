@@ -115,6 +115,12 @@ def test_render_and_report_show_the_peer_column(fresh_clone, tmp_path):
                                    "--figures-dir", str(figures)])
     assert res.exit_code == 0, res.output
     assert PEER in (results / "REPORT-smoke.md").read_text()
+    # the verdict row counts the grid's cells only: the peer's cells are shown, not counted
+    summary = json.loads((results / "summary-smoke.json").read_text()) if (
+        results / "summary-smoke.json").exists() else json.loads((results / "summary.json").read_text())
+    row = next(r for r in summary if r["artefact"] == "quickstart")
+    grid = len(expand(resolve("quickstart").at_scale("smoke"), "smoke", 0))
+    assert row["cells_done"] == row["cells_total"] == grid
 
 
 def test_run_adopts_only_grid_cells_and_keeps_the_others(fresh_clone, tmp_path):

@@ -141,6 +141,10 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
             problem = str(exc)
             break
         sec = _section(spec, s, rendered)
+        # cells of the spec's grid only: a peer's column or an override run is shown but
+        # is neither done nor to do
+        sec.n_cells = sum(len(expand(at, s, seed)) for seed in res.seeds)
+        sec.n_missing = len(res.missing)
         done = set(sec.datasets_done)
         have = [c for c in res.missing if c.dataset.key in done or available(c.dataset.name)]
         sec.cells_total = sec.n_done + len(have)
