@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
-from dpexp.papers.fletcher.trees import empty_leaf_laplace, leaf_index, route_forest
 
 _META_KEYS = ("feature_domain", "categorical_features", "n_categories", "classes")
 
@@ -30,22 +29,9 @@ def _public_metadata(ctx) -> dict:
 
 
 def jpw_tree_counts(model: JPWForestClassifier, X) -> np.ndarray:
-    """Noisy class counts of the leaf each row reaches in each tree: ``(n_trees, n, C)``.
-
-    The same lookup as :meth:`JPWForestClassifier._summed_counts` before its sum over the
-    trees: released leaves by key, empty leaves by their keyed Laplace noise (Section 4.2.1).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n, C, T = X.shape[0], model.classes_.size, model.seeds_.size
-    keys = route_forest(model.schema_, model.seeds_, X)
-    idx = leaf_index(keys, model.leaf_offsets_, model.leaf_keys_).ravel()
-    vals = np.empty((idx.size, C))
-    hit = idx >= 0
-    vals[hit] = model.leaf_counts_[idx[hit]]
-    miss = np.flatnonzero(~hit)
-    vals[miss] = empty_leaf_laplace(model._empty_leaf_secret, miss // n, keys.ravel()[miss], C,
-                                    1.0 / model.eps_tree_)
-    return vals.reshape(T, n, C)
+    """Noisy class counts of the leaf each row reaches in each tree: ``(n_trees, n, C)``
+    (:meth:`JPWForestClassifier.tree_counts`, before its sum over the trees)."""
+    return model.tree_counts(np.asarray(X, dtype=np.float64))
 
 
 def majority_vote(tree_counts: np.ndarray) -> np.ndarray:

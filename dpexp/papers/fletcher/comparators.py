@@ -174,6 +174,11 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
     def _summed_counts(self, X) -> np.ndarray:
         check_is_fitted(self, "leaf_keys_")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
+        return self.tree_counts(X).sum(axis=0)
+
+    def tree_counts(self, X) -> np.ndarray:
+        """Noisy class counts of the leaf each row of ``X`` (validated) reaches in each
+        tree: ``(n_trees, n, C)``; :meth:`predict_proba` sums them over the trees."""
         n, C, T = X.shape[0], self.classes_.size, self.seeds_.size
         keys = route_forest(self.schema_, self.seeds_, X)
         idx = leaf_index(keys, self.leaf_offsets_, self.leaf_keys_).ravel()
@@ -185,7 +190,7 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         miss = np.flatnonzero(~hit)
         vals[miss] = empty_leaf_laplace(self._empty_leaf_secret, miss // n, keys.ravel()[miss], C,
                                         1.0 / self.eps_tree_)
-        return vals.reshape(T, n, C).sum(axis=0)
+        return vals.reshape(T, n, C)
 
     def predict_proba(self, X) -> np.ndarray:
         s = np.maximum(self._summed_counts(X), 0.0)
