@@ -209,9 +209,9 @@ def _print_plan(p) -> None:
         out.print(f"  slowest: {escape(g.dataset)} / {escape(g.label)}: {g.todo} cells x "
                   f"{g.seconds_per_cell:.3g} s ({escape(g.method)})", highlight=False)
     if p.unavailable_cells:
-        out.print(f"  left out: {p.unavailable_cells} cells of datasets not available here "
-                  f"({', '.join(p.unavailable_datasets())}: neither downloaded nor in a "
-                  f"data-mirror folder)", highlight=False)
+        out.print(f"  left out: {p.unavailable_cells} cells of "
+                  f"{_unavailable_text(p.unavailable_datasets(), p.unavailable_algorithms())}",
+                  highlight=False)
     by_reason: dict[str, list] = {}
     for g in p.unknown_groups():
         by_reason.setdefault(g.method, []).append(g)
@@ -219,6 +219,16 @@ def _print_plan(p) -> None:
         names = ", ".join(f"{g.dataset} / {g.label}" for g in groups[:2]) + (", ..." if len(groups) > 2 else "")
         out.print(f"  not estimated ({escape(reason)}): {sum(g.todo for g in groups)} cells in "
                   f"{len(groups)} group(s): {escape(names)}", highlight=False)
+
+
+def _unavailable_text(datasets: list[str], algorithms: list[str]) -> str:
+    """What the left-out cells are: datasets not available here, series whose optional
+    package does not import."""
+    parts = [f"datasets not available here ({', '.join(datasets)}: neither downloaded nor in "
+             f"a data-mirror folder)"] if datasets else []
+    parts += [f"series whose optional package does not import here ({', '.join(algorithms)})"
+              ] if algorithms else []
+    return "; ".join(parts)
 
 
 def _timing_basis(timed: int, fit_only: int, done: int) -> str:
@@ -239,7 +249,7 @@ def _at_least(seconds: float, unknown_cells: int) -> str:
 def _print_all(plans) -> None:
     """One line per experiment (cells, done, to do, what the done cells took, the estimate
     of the rest, its basis), the totals, and why cells are not estimated."""
-    from dpexp.experiments.plan import format_seconds, kinds_text, totals
+    from dpexp.experiments.plan import counted, format_seconds, kinds_text, totals
 
     t = totals(plans)
     width = max(len("experiment"), *(len(p.experiment) for p in plans))
@@ -249,10 +259,14 @@ def _print_all(plans) -> None:
     header = (f"{'experiment':<{width}}  {'cells':>7}  {'done':>7}  {'to do':>7}  {'took':>9}  "
               f"{'estimate':>9}  basis of the estimate (cells to compute)")
     out.print(header, highlight=False)
+    names = {p.experiment for p in plans}
     for p in plans:
+        basis = kinds_text(p.todo_by_kind())
+        if p.cells_of in names:
+            basis = f"cells of {p.cells_of}, counted there ({basis})"
         out.print(f"{p.experiment:<{width}}  {p.cells:>7}  {p.cached:>7}  {p.todo:>7}  "
                   f"{format_seconds(p.done_seconds):>9}  {_at_least(p.estimated_seconds, p.unestimated_cells):>9}  "
-                  f"{kinds_text(p.todo_by_kind())}", highlight=False)
+                  f"{basis}", highlight=False)
     kinds = t["todo_by_kind"]
     out.print(f"{'all':<{width}}  {t['cells']:>7}  {t['cached']:>7}  {t['todo']:>7}  "
               f"{format_seconds(t['done_seconds']):>9}  {_at_least(t['estimated_seconds'], kinds['unknown']):>9}  "
@@ -263,11 +277,11 @@ def _print_all(plans) -> None:
               f"of the rest: {format_seconds(t['total_seconds'])}"
               + (f" + {kinds['unknown']} cells not estimated" if kinds["unknown"] else ""), highlight=False)
     if t["unavailable_cells"]:
-        out.print(f"left out: {t['unavailable_cells']} cells of datasets not available here "
-                  f"({', '.join(t['unavailable_datasets'])}: neither downloaded nor in a "
-                  f"data-mirror folder)", highlight=False)
+        out.print(f"left out: {t['unavailable_cells']} cells of "
+                  f"{_unavailable_text(t['unavailable_datasets'], t['unavailable_algorithms'])}",
+                  highlight=False)
     reasons: dict[str, int] = {}
-    for p in plans:
+    for p in counted(plans):
         for g in p.unknown_groups():
             reason = g.method.removeprefix("unknown: ")
             reasons[reason] = reasons.get(reason, 0) + g.todo

@@ -133,7 +133,10 @@ def dataset_version(name: str) -> str:
 
 
 def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
-    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``."""
+    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``.
+
+    A spec with ``cells_from`` gets the cells of the spec it names (their experiment id, so
+    their keys and numbers), restricted to its own grid."""
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
     cells = []
     for ds in spec.datasets:
@@ -146,7 +149,7 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
                         for fold in range(n_folds):
                             cells.append(
                                 Cell(
-                                    experiment=spec.id, scale=scale, dataset=ds,
+                                    experiment=spec.cells_id, scale=scale, dataset=ds,
                                     label=algo.label, algorithm=algo.name,
                                     procedure=algo.procedure, params=params, epsilon=eps,
                                     fold=fold, repeat=rep, n_folds=n_folds, seed=seed,

@@ -144,9 +144,11 @@ def committed_payloads(
 
     First the spec's grid cells (``grid: True``, the cell record from the spec), then,
     unless ``grid_only``, the table's other cells (``grid: False``): override runs and peer
-    columns, the cell record rebuilt from the row (:func:`_cell_record`).
+    columns, the cell record rebuilt from the row (:func:`_cell_record`). A spec showing
+    another's cells (``cells_from``) reads that experiment's table, its own grid only.
     """
-    path = table_path(results_dir, spec.id, scale)
+    path = table_path(results_dir, spec.cells_id, scale)
+    grid_only = grid_only or bool(spec.cells_from)
     if not path.exists():
         return []
     groups = _read_rows(path)

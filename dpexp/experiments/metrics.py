@@ -111,6 +111,27 @@ def f1_minority(ev: Evaluation) -> float:
     return float(f1_score(ev.y_test == pos, ev.predict() == pos, zero_division=0.0))
 
 
+def auc_labels(ev: Evaluation) -> float:
+    """AUC of the hard predicted labels (``roc_auc_score`` on ``predict()``), an ablation.
+
+    Opt-in diagnostic (issue 21) for Fletcher & Islam's Fig. 12: the paper does not say
+    whether its AUC scored probabilities or labels. On labels the ROC curve has one
+    operating point, so for a binary task this is the balanced accuracy, the mean of the
+    two classes' recalls. Binary tasks only: the positive class is the least frequent one
+    in the training labels, as for :func:`f1_minority` (Section 5.2); with one class in
+    the test fold it is undefined (NaN), as :func:`auc` is.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    if len(ev.label_set()) != 2:
+        raise ValueError("auc_labels is defined for binary tasks only")
+    pos = minority_class(ev.y_train)
+    truth = ev.y_test == pos
+    if truth.all() or not truth.any():
+        return float("nan")
+    return float(roc_auc_score(truth, ev.predict() == pos))
+
+
 def _staged(ev: Evaluation, score: Callable[[np.ndarray, np.ndarray], float]) -> dict[int, float]:
     if not hasattr(ev.estimator, "staged_predict"):
         raise ValueError(f"{type(ev.estimator).__name__} has no staged_predict (needed for curves)")
@@ -136,6 +157,7 @@ METRICS: dict[str, Callable[[Evaluation], float | dict[int, float]]] = {
     "mae": mae,
     "auc": auc,
     "f1_minority": f1_minority,
+    "auc_labels": auc_labels,
     "staged_error": staged_error,
     "staged_rmse": staged_rmse,
 }

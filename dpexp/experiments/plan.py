@@ -86,7 +86,8 @@ KINDS = {"cached": "measured", "committed": "measured", "measured-other": "measu
          "calibrated": "extrapolated", "unavailable": "unavailable"}
 #: The estimate kinds, in the order of the tiers (module docstring); ``unavailable``: cells
 #: of a dataset this machine cannot load (not downloaded, not in the data mirror, and the
-#: mirror is a folder: no network), left out of every total and listed by name.
+#: mirror is a folder: no network) or of an algorithm whose optional package does not
+#: import here (``dpexp run`` skips those), left out of every total and listed by name.
 KIND_ORDER = ("measured", "measured-other", "extrapolated", "unknown", "unavailable")
 
 
@@ -102,6 +103,8 @@ class GroupPlan:
     method: str = "unknown"
     #: Seconds of one untimed warm-up fit (done once per worker that runs the group).
     warmup_seconds: float = 0.0
+    #: The optional package the group's algorithm needs and this machine lacks ("" if none).
+    missing_package: str = ""
 
     @property
     def todo(self) -> int:
@@ -136,6 +139,8 @@ class Plan:
     #: Done cells with a measured time, and how many of them have only their fit time.
     done_timed: int = 0
     done_fit_only: int = 0
+    #: The experiment whose cells these are (the spec's ``cells_from``; "" for its own).
+    cells_of: str = ""
 
     @property
     def cells(self) -> int:
@@ -171,7 +176,13 @@ class Plan:
         return sum(g.todo for g in self.groups if g.kind == "unavailable")
 
     def unavailable_datasets(self) -> list[str]:
-        return sorted({g.dataset for g in self.groups if g.todo and g.kind == "unavailable"})
+        return sorted({g.dataset for g in self.groups
+                       if g.todo and g.kind == "unavailable" and not g.missing_package})
+
+    def unavailable_algorithms(self) -> list[str]:
+        """``label (package)`` of the series left out for a missing optional package."""
+        return sorted({f"{g.label} ({g.missing_package})" for g in self.groups
+                       if g.todo and g.missing_package})
 
     def todo_by_kind(self) -> dict[str, int]:
         """Cells to compute per estimate kind (``KIND_ORDER``)."""
@@ -194,12 +205,13 @@ class Plan:
     def to_dict(self) -> dict:
         return {
             "experiment": self.experiment, "scale": self.scale, "seed": self.seed, "jobs": self.jobs,
-            "cells": self.cells, "cached": self.cached, "todo": self.todo,
+            "cells_of": self.cells_of, "cells": self.cells, "cached": self.cached, "todo": self.todo,
             "done_cell_seconds": self.done_cell_seconds, "done_seconds": self.done_seconds,
             "done_timed": self.done_timed, "done_fit_only": self.done_fit_only,
             "estimated_seconds": self.estimated_seconds, "unestimated_cells": self.unestimated_cells,
             "unavailable_cells": self.unavailable_cells,
             "unavailable_datasets": self.unavailable_datasets(),
+            "unavailable_algorithms": self.unavailable_algorithms(),
             "todo_by_kind": self.todo_by_kind(),
             "groups": [{**asdict(g), "todo": g.todo, "seconds": g.seconds, "kind": g.kind}
                        for g in self.groups],
@@ -221,14 +233,24 @@ def kinds_total(plans: list[Plan]) -> dict[str, int]:
     return total
 
 
+def counted(plans: list[Plan]) -> list[Plan]:
+    """``plans`` without those of specs showing another's cells (``cells_from``) when that
+    experiment is planned too: its plan holds the same cells, which run once."""
+    names = {p.experiment for p in plans}
+    return [p for p in plans if p.cells_of not in names]
+
+
 def totals(plans: list[Plan]) -> dict[str, Any]:
     """The sums over ``plans`` (one run's jobs): cells, done, to do, what the done cells
-    took (per cell summed, and divided by the jobs) and the estimate of the rest."""
+    took (per cell summed, and divided by the jobs) and the estimate of the rest. Each cell
+    counts once: see :func:`counted`."""
+    shared = len(plans) - len(counted(plans))
+    plans = counted(plans)
     done_cell_seconds = sum(p.done_cell_seconds for p in plans)
     jobs = max(plans[0].jobs, 1) if plans else 1
     estimated = sum(p.estimated_seconds for p in plans)
     return {
-        "experiments": len(plans), "jobs": jobs,
+        "experiments": len(plans) + shared, "views": shared, "jobs": jobs,
         "cells": sum(p.cells for p in plans), "cached": sum(p.cached for p in plans),
         "todo": sum(p.todo for p in plans),
         "done_cell_seconds": done_cell_seconds, "done_seconds": done_cell_seconds / jobs,
@@ -237,6 +259,7 @@ def totals(plans: list[Plan]) -> dict[str, Any]:
         "estimated_seconds": estimated, "unestimated_cells": sum(p.unestimated_cells for p in plans),
         "unavailable_cells": sum(p.unavailable_cells for p in plans),
         "unavailable_datasets": sorted({d for p in plans for d in p.unavailable_datasets()}),
+        "unavailable_algorithms": sorted({a for p in plans for a in p.unavailable_algorithms()}),
         "total_seconds": done_cell_seconds / jobs + estimated,
         "todo_by_kind": kinds_total(plans),
     }
@@ -697,11 +720,32 @@ def _other_estimate(g: GroupPlan, todo: list[Cell], measurements: Measurements) 
     return True
 
 
+def _missing_package(cell: Cell) -> str:
+    """The optional package ``cell``'s algorithm needs that does not import here, or ""."""
+    if not cell.algorithm:
+        return ""
+    from dpexp.registry import get_algorithm
+
+    requires = get_algorithm(cell.algorithm).requires
+    if not requires:
+        return ""
+    from dpexp.experiments.runner import optional_unavailable
+
+    why = optional_unavailable(requires)
+    return why.split(" ")[0] if why else ""
+
+
 def _estimate_group(g: GroupPlan, todo: list[Cell], own: dict[str, list[CellTime]],
                     measurements: Measurements, calibrator: Calibrator | None) -> bool:
     """Fill ``g``'s estimate from measurements, or say why it stays unknown; True when it
     is left for the calibrator (the tiers of the module docstring)."""
     first = todo[0]
+    package = _missing_package(first)
+    if package:
+        g.missing_package = package
+        g.method = (f"unavailable: needs the optional package {package}, which does not "
+                    f"import here (dpexp run skips the series)")
+        return False
     if not measurements.available(first.dataset.name):
         g.method = ("unavailable: dataset neither downloaded nor in a data-mirror folder "
                     "(dpexp datasets download it where there is network)")
@@ -722,8 +766,8 @@ def _measured_plan(spec: ExperimentSpec, scale: str, seed: int, jobs: int, measu
                    calibrator: Calibrator | None) -> tuple[Plan, list[tuple[GroupPlan, Cell]]]:
     """The plan with every estimate but the calibrated ones, and the groups left to
     calibrate (each with its first cell to compute)."""
-    plan = Plan(spec.id, scale, seed, jobs)
-    done = measurements.cells(spec.id)
+    plan = Plan(spec.id, scale, seed, jobs, cells_of=spec.cells_from)
+    done = measurements.cells(spec.cells_id)
     own: dict[tuple[str, str], dict[str, list[CellTime]]] = {}
     for t in done.values():
         own.setdefault(t.group, {}).setdefault(t.source, []).append(t)

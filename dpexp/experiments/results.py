@@ -26,7 +26,13 @@ import pandas as pd
 
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand, grid_points
-from dpexp.experiments.schema import CELL_COLUMNS, PARAM_PREFIX, RESULT_COLUMNS, param_column
+from dpexp.experiments.schema import (
+    CELL_COLUMNS,
+    METRIC,
+    PARAM_PREFIX,
+    RESULT_COLUMNS,
+    param_column,
+)
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = ["CELL_COLUMNS", "RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results",
@@ -169,8 +175,20 @@ def cached_keys(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]
 
     if (spec.raw.get("scales") or {}).get(scale):
         spec = spec.at_scale(scale)
-    keys = {p["key"] for p in read_cells(results_dir, spec.id, scale) if "key" in p}
+    keys = {p["key"] for p in _own_cells(spec, scale, results_dir) if "key" in p}
     return keys | {p["key"] for p in committed_payloads(spec, scale, results_dir)}
+
+
+def _own_cells(spec: ExperimentSpec, scale: str, results_dir: Path) -> list[dict]:
+    """The cache's cell payloads of ``spec`` (at ``scale``): every cell file of its
+    experiment, or, for a spec showing another's cells (``cells_from``), the files of
+    that experiment that belong to this spec's grid (any seed)."""
+    payloads = read_cells(results_dir, spec.cells_id, scale)
+    if not spec.cells_from:
+        return payloads
+    seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads if "cell" in p})
+    grid = {c.key for seed in seeds for c in expand(spec, scale, seed)}
+    return [p for p in payloads if p.get("key") in grid]
 
 
 def _grid_missing(
@@ -219,7 +237,7 @@ def cached_results(
     if (spec.raw.get("scales") or {}).get(scale):  # not yet resolved at this scale
         spec = spec.at_scale(scale)
     filters = filters or ResultFilter()
-    payloads = read_cells(results_dir, spec.id, scale)
+    payloads = _own_cells(spec, scale, results_dir)
     have = {p["key"] for p in payloads if "key" in p}
     # The committed table's cells count as cached (a fresh clone renders and reports from
     # it alone); a cell file in the cache wins over the table.
@@ -234,6 +252,9 @@ def cached_results(
             p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current)]
     kept = [p for p in payloads if filters.keeps(p["cell"])]
     rows = [r for p in kept for r in payload_rows(p)]
+    if spec.cells_from:  # another experiment's cells: the metrics this artefact shows
+        shown = {m for names in spec.metrics.values() for m in names}
+        rows = [r for r in rows if r.get("metric_kind") != METRIC or r.get("metric") in shown]
     frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)
     frame = with_param_columns(frame)
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})

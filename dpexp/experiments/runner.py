@@ -31,7 +31,7 @@ from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
 from dpexp.experiments.metrics import METRICS, Evaluation
 from dpexp.experiments.schema import DIAGNOSTIC, METRIC, RESULT_COLUMNS
-from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
+from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec, cells_source
 from dpexp.privacy.accountant import compact_ledger
 from dpexp.seeding import seed_int, seed_sequence
 
@@ -593,6 +593,9 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     validate_names(spec)
     spec, skipped = drop_unavailable(spec, cfg.require_optional)
     cells = expand(spec, cfg.scale, cfg.seed)
+    # A spec showing another's cells computes them as that spec does (all of its metrics),
+    # so the other experiment's results never lack a value for a cell computed here.
+    computing = cells_source(spec).at_scale(cfg.scale) if spec.cells_from else spec
     # Rows of the committed results table are finished cells (a campaign resumed on a
     # fresh clone recomputes nothing it already has); --force recomputes them.
     adopted = 0 if cfg.force else adopt_committed(spec, cfg.scale, cfg.results_dir, cells)
@@ -606,7 +609,7 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
         )
         if todo:
             results = joblib.Parallel(return_as="generator_unordered")(
-                joblib.delayed(run_cell)(c, spec, cfg, provenance) for c in todo
+                joblib.delayed(run_cell)(c, computing, cfg, provenance) for c in todo
             )
             for _ in results:
                 progress.advance(task)
@@ -654,7 +657,8 @@ def collect(
 def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Path:
     """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``
     (cache and committed table), without the cells of an earlier version of one of its
-    series (same label, no longer in the spec's grid)."""
+    series (same label, no longer in the spec's grid). For a spec showing another's cells
+    (``cells_from``) that is the other experiment's table: the cells are its."""
     from dpexp.experiments.results import (
         cached_results,
         current_params,
@@ -662,6 +666,7 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
         with_param_columns,
     )
 
+    spec = cells_source(spec)
     frame = cached_results(spec, scale, results_dir, current_only=True).frame
     frame = keep_committed_rows(frame, results_dir, spec.id, scale)
     if len(frame):

@@ -19,7 +19,7 @@ SCALES = ("smoke", "paper")
 _TOP_KEYS = {
     "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
     "algorithms", "epsilons", "cv", "metrics", "plot", "table", "scales", "paper_values",
-    "claims", "privacy_caveats", "significance",
+    "claims", "privacy_caveats", "significance", "cells_from",
 }
 _ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
 _DATASET_KEYS = {"name", "params", "label"}
@@ -87,7 +87,16 @@ class ExperimentSpec:
     claims: list[str] = field(default_factory=list)
     privacy_caveats: list[str] = field(default_factory=list)
     significance: dict[str, Any] = field(default_factory=dict)
+    #: Another spec whose cells this artefact shows (``cells_from``): a paper that prints
+    #: several metrics of one run as several figures is one run here too; every cell of
+    #: this grid is a cell of that spec, computed, cached and committed under its id.
+    cells_from: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cells_id(self) -> str:
+        """The experiment id the cells of this spec are computed and stored under."""
+        return self.cells_from or self.id
 
     def at_scale(self, scale: str) -> ExperimentSpec:
         """The spec with the overrides of ``scale`` applied (smoke) or as is (paper)."""
@@ -365,6 +374,9 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
     aliases = raw.get("aliases") or []
     if not isinstance(aliases, list):
         raise _err(path, "key 'aliases' must be a list.")
+    cells_from = raw.get("cells_from") or ""
+    if not isinstance(cells_from, str) or cells_from == raw["id"]:
+        raise _err(path, "key 'cells_from' must name another experiment (its id).")
     return ExperimentSpec(
         id=raw["id"], path=path, paper=raw["paper"], artefact=str(raw["artefact"]),
         kind=raw["kind"], caption=str(raw["caption"]).strip(), datasets=datasets,
@@ -372,7 +384,7 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         aliases=[str(a) for a in aliases], notes=str(raw.get("notes", "")).strip(), plot=plot,
         table=table, scales={k: (v or {}) for k, v in scales.items()}, paper_values=pv,
         claims=list(raw.get("claims") or []), privacy_caveats=list(raw.get("privacy_caveats") or []),
-        significance=dict(sig), raw=raw,
+        significance=dict(sig), cells_from=cells_from, raw=raw,
     )
 
 
@@ -440,7 +452,29 @@ def load_catalog(directory: Path | None = None) -> SpecCatalog:
                 catalog.errors[p.stem] = SpecError(f"{p}: {str(exc).removeprefix(p.name + ': ')}")
                 continue
             _add_spec(catalog, spec, taken)
+    _check_cells_from(catalog)
     return catalog
+
+
+def _check_cells_from(catalog: SpecCatalog) -> None:
+    """Move every spec whose ``cells_from`` is not a superset grid to the catalog's errors."""
+    from dpexp.experiments.shared_cells import cells_from_problem
+
+    for spec in [s for s in catalog.specs.values() if s.cells_from]:
+        problem = cells_from_problem(spec, catalog.specs.get(spec.cells_from))
+        if problem:
+            del catalog.specs[spec.id]
+            catalog.errors[spec.path.stem] = SpecError(f"{spec.path}: key 'cells_from': {problem}")
+
+
+def cells_source(spec: ExperimentSpec) -> ExperimentSpec:
+    """The spec that holds ``spec``'s cells: the one ``cells_from`` names, else ``spec``."""
+    if not spec.cells_from:
+        return spec
+    try:
+        return resolve(spec.cells_from)
+    except SpecError:  # a spec loaded from a folder of its own: look beside it
+        return resolve(spec.cells_from, spec.path.parent)
 
 
 def all_specs(directory: Path | None = None) -> dict[str, ExperimentSpec]:

@@ -90,6 +90,8 @@ class Section:
     n_missing: int = 0
     cells_total: int = 0  # cells of the datasets that can be had (done ones included)
     unavailable: list[str] = field(default_factory=list)  # dataset names, no result, not loadable
+    #: series whose optional package does not import here, no result: "label (package)"
+    algorithms_unavailable: list[str] = field(default_factory=list)
     comparison: pd.DataFrame | None = None
     summary: ComparisonSummary | None = None
     claims: list[ClaimResult] = field(default_factory=list)
@@ -113,8 +115,8 @@ def _scales(results_dir: Path, spec: ExperimentSpec, wanted: str | None) -> list
     from dpexp.experiments.committed import table_path
 
     scales = [wanted] if wanted else ["paper", "smoke"]
-    return [s for s in scales if (Path(results_dir) / "cache" / spec.id / s).is_dir()
-            or table_path(results_dir, spec.id, s).exists()]
+    return [s for s in scales if (Path(results_dir) / "cache" / spec.cells_id / s).is_dir()
+            or table_path(results_dir, spec.cells_id, s).exists()]
 
 
 def _names(datasets: list[DatasetRef]) -> list[str]:
@@ -146,7 +148,10 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
         sec.n_cells = sum(len(expand(at, s, seed)) for seed in res.seeds)
         sec.n_missing = len(res.missing)
         done = set(sec.datasets_done)
-        have = [c for c in res.missing if c.dataset.key in done or available(c.dataset.name)]
+        lacking = _missing_packages(at, {c.label for c in res.missing})
+        sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+        have = [c for c in res.missing if c.label not in lacking
+                and (c.dataset.key in done or available(c.dataset.name))]
         sec.cells_total = sec.n_done + len(have)
         sec.unavailable = [n for n in _names(at.datasets) if not available(n)
                            and not any(k.split("[")[0] == n for k in done)]
@@ -155,11 +160,29 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
     at = spec.at_scale(scale or "paper")
     sec = Section(spec, None, problem=problem)
     try:
-        sec.cells_total = sum(available(c.dataset.name) for c in expand(at, scale or "paper", 0))
+        cells = expand(at, scale or "paper", 0)
+        lacking = _missing_packages(at, {c.label for c in cells})
+        sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+        sec.cells_total = sum(available(c.dataset.name) and c.label not in lacking for c in cells)
     except DpexpError as exc:
         sec.problem = sec.problem or str(exc)
     sec.unavailable = [n for n in _names(at.datasets) if not available(n)]
     return sec
+
+
+def _missing_packages(spec: ExperimentSpec, labels: set[str]) -> dict[str, str]:
+    """Series of ``labels`` whose algorithm needs an optional package that does not import
+    here (label -> package): ``dpexp run`` skips them, so their cells are not counted."""
+    from dpexp.experiments.runner import optional_unavailable
+    from dpexp.registry import get_algorithm
+
+    out = {}
+    for a in spec.algorithms:
+        if a.label in labels and a.name and get_algorithm(a.name).requires:
+            why = optional_unavailable(get_algorithm(a.name).requires)
+            if why:
+                out[a.label] = why.split(" ")[0]
+    return out
 
 
 def _section(spec: ExperimentSpec, scale: str, rendered) -> Section:
@@ -227,7 +250,7 @@ def value_counts(sec: Section) -> dict[str, int]:
 
 #: The fields of ``results/summary.json``, in order (issue 19, plus ``paper`` and ``title``).
 SUMMARY_FIELDS = ("artefact", "paper", "title", "scale", "cells_done", "cells_total",
-                  "datasets_unavailable", "values_total", "values_reproduced", "values_explained",
+                  "datasets_unavailable", "algorithms_unavailable", "values_total", "values_reproduced", "values_explained",
                   "values_unexplained", "claims_pass", "claims_fail", "claims_not_evaluated")
 
 
@@ -243,6 +266,7 @@ class VerdictRow:
     cells_done: int
     cells_total: int
     datasets_unavailable: list[str]
+    algorithms_unavailable: list[str]
     values_total: int
     values_reproduced: int
     values_explained: int
@@ -267,6 +291,7 @@ def verdict_row(sec: Section) -> VerdictRow:
         artefact=sec.spec.id, paper=sec.spec.paper, title=paper_title(sec.spec.paper),
         name=sec.spec.artefact, scale=sec.scale, cells_done=sec.n_done, cells_total=sec.cells_total,
         datasets_unavailable=list(sec.unavailable),
+        algorithms_unavailable=list(sec.algorithms_unavailable),
         values_total=len(sec.spec.paper_values.get("values") or []), **value_counts(sec),
         claims_pass=claims.count("pass"), claims_fail=len(fails),
         claims_fail_explained=sum(bool(getattr(c, "explanation", "")) for c in fails),
@@ -283,7 +308,7 @@ def summary_rows(sections: list[Section]) -> list[dict]:
 _HEADER = [("artefact", ["artefact"]), ("scale", ["scale"]), ("cells", ["done / total"]),
            ("printed values", ["printed", "reproduced", "explained", "unexplained"]),
            ("claims", ["pass", "fail", "not evaluated"]),
-           ("datasets unavailable", ["datasets unavailable"]), ("not-DP caveats", ["not-DP caveats"])]
+           ("unavailable here", ["unavailable here"]), ("not-DP caveats", ["not-DP caveats"])]
 
 
 #: The value columns' text at smoke scale (nothing is compared there).
@@ -297,7 +322,8 @@ def _count(n: int, cls: str) -> Cell:
 def verdict_cells(row: VerdictRow) -> list[Cell]:
     """The verdict table's cells of ``row``, with their colour (see dpexp.render.html)."""
     name = Cell(f"{row.name} ({row.artefact})", link=row.artefact)
-    unavailable = Cell(", ".join(row.datasets_unavailable) or "—", NONE if row.datasets_unavailable else None)
+    missing = [*row.datasets_unavailable, *row.algorithms_unavailable]
+    unavailable = Cell(", ".join(missing) or "—", NONE if missing else None)
     cells = f"{row.cells_done} / {row.cells_total}"
     if row.scale is None:
         grey = [Cell("—", NONE)] * 6
@@ -435,10 +461,15 @@ def _commands(sec: Section) -> list[str]:
 
 
 def _unavailable_md(sec: Section) -> list[str]:
+    md = []
+    if sec.algorithms_unavailable:
+        md += [f"**Series not run on this machine:** {md_escape(', '.join(sec.algorithms_unavailable))} "
+               "(the optional package does not import here; their cells are not counted in the "
+               "total; install it, e.g. `pip install \"dpexp[peers]\"`, then the command below).", ""]
     if not sec.unavailable:
-        return []
+        return md
     fetch = ", ".join(md_code(f"dpexp datasets download {n}") for n in sec.unavailable)
-    return [f"**Datasets not available on this machine:** {md_escape(', '.join(sec.unavailable))} "
+    return md + [f"**Datasets not available on this machine:** {md_escape(', '.join(sec.unavailable))} "
             f"(their cells are not counted in the total; {fetch}, or `dpexp datasets info` for "
             "user-supplied ones, then the command below).", ""]
 

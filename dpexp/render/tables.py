@@ -118,11 +118,20 @@ def _paper_text(r: pd.Series) -> str:
     return f" (paper {_fmt(r['paper'])}{' ' + mark if mark else ''})"
 
 
+def _numeric_column_order(long: pd.DataFrame) -> pd.DataFrame:
+    """Columns that are all numbers (a parameter such as the tree count) in numeric order,
+    not the text order of the parameters' JSON (1, 10, 100, 30); others as they come."""
+    numbers = pd.to_numeric(long["column"].astype(str), errors="coerce")
+    if numbers.isna().any():
+        return long
+    return long.iloc[numbers.to_numpy().argsort(kind="stable")]
+
+
 def _wide(long: pd.DataFrame, fmt: str) -> pd.DataFrame:
     def cell(r):
         return fmt.format(mean=r["ours_mean"], std=r["ours_std"]) + _paper_text(r)
 
-    long = long.assign(text=long.apply(cell, axis=1))
+    long = _numeric_column_order(long.assign(text=long.apply(cell, axis=1)))
     if not (long.groupby("row")["metric"].nunique() > 1).any() and long["metric"].nunique() > 1:
         long = long.assign(row=long["row"].astype(str) + " (" + long["metric"] + ")")
     # Suffix columns with the metric only when a row shows several (not when the metric

@@ -237,7 +237,7 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         ).astype(np.int64)
         keys_all, labels_all = [], []
         n_nonempty = np.zeros(n_trees)
-        changed, sens, n_leaf_total = 0.0, [], 0
+        changed, changed_argmax, sens, n_leaf_total = 0.0, 0.0, [], 0
         scope = self.accountant_.parallel if disjoint else self.accountant_.sequential
         with scope("trees"):
             for t, leaf_keys, y_t in self._route_training(X, y_enc, part, n_trees):
@@ -253,6 +253,7 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
                 if uk.size:
                     top = counts.max(axis=1)
                     changed += float(np.sum(counts[np.arange(uk.size), labels] < top))
+                    changed_argmax += float(np.sum(labels != np.argmax(counts, axis=1)))
                     second = np.sort(counts, axis=1)[:, -2] if C > 1 else np.zeros(uk.size)
                     if np.isfinite(eps_tree):
                         sens.append(np.exp(-(top - second) * eps_tree))
@@ -267,6 +268,7 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         self._diag = {
             "n_nonempty": n_nonempty, "seed": ss_diag,
             "changed_majority_fraction": changed / n_leaf_total if n_leaf_total else 0.0,
+            "changed_argmax_fraction": changed_argmax / n_leaf_total if n_leaf_total else 0.0,
             "mean_smooth_sensitivity": float(np.mean(np.concatenate(sens))) if sens else float("nan"),
         }
         return self
@@ -278,6 +280,9 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         ``empty_leaf_fraction`` (Table 3; mean over trees of 1 - non-empty leaves / all
         leaves of the full tree), ``changed_majority_fraction`` (Fig. 8; share of
         non-empty leaves whose released label is not a most frequent label),
+        ``changed_argmax_fraction`` (Fig. 8 as the paper's values read it: share of non-empty
+        leaves whose released label is not the arg-max of the counts, ties going to the
+        first class, so a tied leaf counts as changed unless it releases that class),
         ``mean_smooth_sensitivity`` (Fig. 5b; mean exp(-j eps_tree) over non-empty
         leaves), ``tree_depth``.
         """
@@ -288,7 +293,8 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
             rng = np.random.default_rng(d["seed"])
             total = np.array([count_leaves(self.schema_, s, rng) for s in self.seeds_])
             d["empty_leaf_fraction"] = float(np.mean(1.0 - d["n_nonempty"] / total))
-        keys = ("empty_leaf_fraction", "changed_majority_fraction", "mean_smooth_sensitivity")
+        keys = ("empty_leaf_fraction", "changed_majority_fraction", "changed_argmax_fraction",
+                "mean_smooth_sensitivity")
         return {**{k: float(d[k]) for k in keys}, "tree_depth": float(self.depth_)}
 
     def _route_training(self, X: np.ndarray, y: np.ndarray, part: np.ndarray | None, n_trees: int):
