@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.experiments.procedures import CellContext, get_procedure
-from dpexp.papers.fletcher.ablations import jpw_tree_counts, majority_vote
+from dpexp.experiments.metrics import Evaluation, f1_minority
+from dpexp.papers.fletcher.ablations import jpw_tree_counts, majority_vote, vote_shares
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
 
 
@@ -61,8 +62,33 @@ def test_procedure_scores_vote_and_sum_on_one_fit():
                       rng=np.random.default_rng(0), random_state=0,
                       X_train=X[:2500], y_train=y[:2500], X_test=X[2500:], y_test=y[2500:])
     out = get_procedure("fletcher_jpw_vote")(ctx)
-    assert set(out) == {"accuracy", "accuracy_summed", "depth"}
+    assert set(out) == {"accuracy", "accuracy_summed", "f1_minority", "f1_minority_summed", "auc",
+                        "auc_summed", "depth"}
     assert out["depth"] == 3.0
     # With 2,500 records and epsilon = 1 the label feature's leaves dominate both rules.
     assert out["accuracy"] > 0.9
     assert out["accuracy_summed"] > 0.9
+
+
+def test_vote_shares_are_the_trees_votes():
+    counts = np.array([[[0.0, 100.0], [5.0, 1.0]], [[2.0, 1.0], [0.0, 3.0]], [[3.0, 1.0], [4.0, 0.0]]])
+    shares = vote_shares(counts)
+    np.testing.assert_allclose(shares, [[2 / 3, 1 / 3], [2 / 3, 1 / 3]])
+    assert majority_vote(counts).tolist() == np.argmax(shares, axis=1).tolist()
+
+
+def test_summed_scores_are_the_shipped_jpw_metrics():
+    """The ``_summed`` F1 is what fletcher-fig13's JPW column computes on the same fit."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 2, size=(3000, 4)).astype(float)
+    y = ((X[:, 0] + (rng.random(3000) < 0.15)) % 2).astype(int)
+    ctx = CellContext(dataset=_Data(4), params={"max_depth": 2}, epsilon=1.0,
+                      rng=np.random.default_rng(1), random_state=2,
+                      X_train=X[:2500], y_train=y[:2500], X_test=X[2500:], y_test=y[2500:])
+    out = get_procedure("fletcher_jpw_vote")(ctx)
+    meta = _Data(4).public_metadata()
+    model = JPWForestClassifier(epsilon=1.0, n_trees=10, max_depth=2, random_state=2,
+                                noise_rng=np.random.default_rng(1), **meta).fit(X[:2500], y[:2500])
+    ev = Evaluation(model, X[2500:], y[2500:], y[:2500], classes=model.classes_)
+    assert out["f1_minority_summed"] == f1_minority(ev)
+    assert 0.5 < out["f1_minority"] <= 1 and 0.5 < out["auc"] <= 1

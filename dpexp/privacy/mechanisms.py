@@ -85,12 +85,29 @@ def check_sensitivity(
     return value
 
 
+_EXPONENT = np.int64(0x7FF0000000000000)  # a double is NaN or infinite iff these bits are all set
+
+
+@njit(cache=True, nogil=True)
+def _all_finite(bits):  # pragma: no cover - compiled
+    """Whether every double of ``bits`` (their int64 view, 1-d) is finite: an integer
+    test of the exponent bits, branch-free, so the loop vectorises."""
+    bad = 0
+    for i in range(bits.shape[0]):
+        bad += (bits[i] & _EXPONENT) == _EXPONENT
+    return bad == 0
+
+
 def _finite_array(value: Any, name: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numeric, got {value!r}") from None
-    if not np.all(np.isfinite(arr)):
+    # one compiled pass without the boolean temporary of np.isfinite (a split's
+    # utilities are thousands of candidates per node, checked once per tree depth)
+    finite = (_all_finite(arr.reshape(-1).view(np.int64)) if arr.flags.c_contiguous
+              else bool(np.all(np.isfinite(arr))))
+    if not finite:
         raise ValueError(f"{name} must be finite (no NaN or infinity)")
     return arr
 
@@ -241,6 +258,55 @@ def gaussian_mechanism(
 # --------------------------------------------------------------------------- selection
 
 
+_MIN_NORMAL = float(np.finfo(np.float64).tiny)
+_TWO_53 = 1 << 53
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_run(acc, w, cum, i0, i1):  # pragma: no cover - compiled
+    """``acc += w; cum[i] = acc`` for ``i`` in ``i0:i1`` (``acc >= 0``, ``w >= 0``): the
+    partial sums of a run of equal weights, bit for bit those of one rounded addition
+    after the other, in a few steps per binade of ``acc`` instead of one per element.
+
+    While ``acc`` stays in its binade ``[2**(e-1), 2**e)`` every double there is a
+    multiple of ``ulp = 2**(e-53)``, so each addition of ``w`` rounds to ``acc`` plus the
+    same multiple ``delta`` of ``ulp`` (``w`` rounded to that grid) -- unless ``w`` lies
+    exactly halfway between two multiples, where round-half-even depends on the last
+    bit of ``acc``: such additions, those that leave the binade, and ``acc`` below
+    ``w`` or subnormal are done one at a time. Sums ``acc + j * delta`` inside the binade
+    are exact, so the partial sums are written without a chain of additions."""
+    i = i0
+    while i < i1:
+        if w == 0.0:  # acc + 0.0 == acc (acc is never -0.0)
+            cum[i:i1] = acc
+            return acc
+        if acc < _MIN_NORMAL or w > acc:
+            acc += w
+            cum[i] = acc
+            i += 1
+            continue
+        e = math.frexp(acc)[1]  # acc in [2**(e-1), 2**e)
+        ulp = math.ldexp(1.0, e - 53)
+        top = math.ldexp(1.0, e)
+        delta = (acc + w) - acc  # exact (Sterbenz: acc <= acc + w <= 2 acc)
+        if abs(w - delta) * 2.0 == ulp or acc + delta >= top:
+            acc += w  # a tie, or the last addition of the binade: one at a time
+            cum[i] = acc
+            i += 1
+            continue
+        if delta == 0.0:  # w < ulp / 2: every addition rounds back to acc
+            cum[i:i1] = acc
+            return acc
+        # acc + j * delta <= 2**e - ulp for j <= n: each addition adds exactly delta
+        n = (_TWO_53 - 1 - np.int64(acc / ulp)) // np.int64(delta / ulp)
+        m = min(n, i1 - i)
+        for j in range(m):
+            cum[i + j] = acc + (j + 1) * delta
+        acc = acc + m * delta
+        i += m
+    return acc
+
+
 @njit(cache=True, nogil=True)
 def _inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
     """``out[m, r]``: draw ``m`` of row ``r`` of ``x (R, k)`` with P(i) ∝ exp(scale * x_ri),
@@ -254,18 +320,20 @@ def _inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
                 top = x[r, i]
         acc = 0.0
         last = k - 1
-        prev = np.nan
-        w = 0.0
-        for i in range(k):
-            # equal utilities (runs of empty bins) have equal weights: one exp per run
-            if x[r, i] != prev:
-                prev = x[r, i]
-                z = (prev - top) * scale
-                w = np.exp(z) if z == z else 0.0  # -inf -> 0, NaN -> 0
-            acc += w
-            cum[i] = acc
+        i = 0
+        while i < k:
+            # equal utilities (runs of empty bins) have equal weights: one exp per run,
+            # and the run's cumulative sums from _add_run (NaN ends a run at once)
+            v = x[r, i]
+            j = i + 1
+            while j < k and x[r, j] == v:
+                j += 1
+            z = (v - top) * scale
+            w = np.exp(z) if z == z else 0.0  # -inf -> 0, NaN -> 0
+            acc = _add_run(acc, w, cum, i, j)
             if w > 0.0:
-                last = i
+                last = j - 1
+            i = j
         for m in range(uniforms.shape[0]):
             target = uniforms[m, r] * acc
             lo = 0

@@ -332,6 +332,19 @@ class BinnedData:
             self._sparse_codes.append(sparse_feature_codes(self.codes))
         return self._sparse_codes[0]
 
+    def prepare(self) -> BinnedData:
+        """Build now the derived layouts the histogram kernels read -- the bundles or
+        row-sparse lists of the sparse features (exclusive feature bundling), the
+        row-major codes, the column-major copy -- instead of on the first tree that needs
+        them. They are the table's construction (as LightGBM builds its bundles when it
+        constructs a Dataset), computed once per table whatever the trees; cached as
+        before, so nothing else changes. Returns ``self``."""
+        if not self.is_sparse:
+            self.sparse_codes()
+            self.row_codes()
+            self.codes_by_feature()
+        return self
+
     def row_codes(self) -> RowCodes | None:
         """The :class:`RowCodes` of dense codes (built once, cached), or ``None`` for a
         wide table or column-sparse data (see :func:`row_major_codes`)."""

@@ -55,6 +55,7 @@ compiles like plain tuples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -115,9 +116,9 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
     for i in range(i0, i1):
         f = feats[i]
         nz = h.shape[1] if n_values.shape[0] == 0 else n_values[f]
-        for b in range(nz):
-            for k in range(k_stats):
-                h[slots[i], b, k] = 0.0
+        # one contiguous fill per feature: the element-wise triple index cost a few
+        # microseconds per node, more than the build itself on nodes of a few rows
+        h[slots[i], :nz] = 0.0
     i = i0
     rows = order[s:e]  # views indexed from 0 (no wraparound arithmetic per row)
     m = e - s
@@ -547,6 +548,16 @@ def _hist_task(t, codes, order, out, slots, ordered, feats, bundles, lists, rows
                      bundles.values, rows.codes, rows.offset)
 
 
+@njit(cache=True, nogil=True)
+def _as_named(bundles, lists, tail, rows, settings):  # pragma: no cover
+    """The named tuples of a build from plain ones (or named ones, unchanged). Callers
+    pass plain tuples: numba types a named tuple argument in Python, a few microseconds
+    per argument and call -- more than the whole build of a node of a few rows -- and a
+    plain tuple in C."""
+    return (Bundles(*bundles), RowLists(*lists), SparseTail(*tail), RowMajor(*rows),
+            HistPlanSettings(*settings))
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bundles, lists,
               tail, rows, settings):  # pragma: no cover
@@ -570,9 +581,20 @@ def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bun
 
 
 @njit(cache=True, nogil=True)
+def _hist_par_plain(codes, stats, order, starts, ends, out, slots, ordered, feats, bundles,
+                    lists, tail, rows, settings):  # pragma: no cover
+    """:func:`_hist_par` with the layout and ``settings`` as plain tuples (see
+    :func:`_as_named`; numba's parallel lowering does not build named tuples itself)."""
+    bundles, lists, tail, rows, settings = _as_named(bundles, lists, tail, rows, settings)
+    _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bundles, lists,
+              tail, rows, settings)
+
+
+@njit(cache=True, nogil=True)
 def _hist_ser(codes, stats, order, starts, ends, out, slots, ordered, feats, bundles, lists,
               tail, rows, settings):  # pragma: no cover
     """:func:`_hist_par` on one thread: the same tasks, the same sums."""
+    bundles, lists, tail, rows, settings = _as_named(bundles, lists, tail, rows, settings)
     gathers, tasks, buffers = _hist_plan(starts, ends, out, feats, bundles, lists, tail,
                                          settings)
     g0, g1 = gathers
@@ -611,6 +633,12 @@ class DenseLayout:
     @property
     def n_columns(self) -> int:
         return int(self.feats.size + self.bundles.codes.shape[1])
+
+    @cached_property
+    def plain_tuples(self) -> tuple[tuple, tuple, tuple, tuple]:
+        """``(bundles, lists, tail, rows)`` as plain tuples, the kernels' fast arguments
+        (:func:`_as_named`); made once per layout."""
+        return tuple(self.bundles), tuple(self.lists), tuple(self.tail), tuple(self.rows)
 
 
 def dense_layout(codes, sparse_codes=None, row_codes=None) -> DenseLayout:
@@ -679,9 +707,9 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     if n_rows is None:
         n_rows = int((ends - starts).sum())
     parallel = par.use_parallel(int(n_rows * lay.per_row), par.HIST_PARALLEL_MIN_WORK)
-    (_hist_par if parallel else _hist_ser)(
+    (_hist_par_plain if parallel else _hist_ser)(
         codes, stats, order, starts, ends, out, np.asarray(slots, dtype=np.int64), scratch,
-        lay.feats, lay.bundles, lay.lists, lay.tail, lay.rows, settings)
+        lay.feats, *lay.plain_tuples, tuple(settings))
 
 
 def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,

@@ -25,10 +25,37 @@ def _subtract_one(parent, p, out, small, big, n_bins):  # pragma: no cover
                 out[big, f, b, k] = parent[p, f, b, k] - out[small, f, b, k]
 
 
+@njit(cache=True, nogil=True)
+def _subtract_one_flat(parent, p, out, small, big, n_bins):  # pragma: no cover
+    """:func:`_subtract_one` for C-contiguous histograms: a feature's first ``n_bins[f]``
+    bins are one run of the flat node histogram, subtracted as one vectorisable loop
+    (the four-index form cost about four times as much; the same differences)."""
+    width = out.shape[2] * out.shape[3]
+    po = parent[p].reshape(-1)
+    so = out[small].reshape(-1)
+    bo = out[big].reshape(-1)
+    for f in range(out.shape[1]):
+        q0 = f * width
+        for q in range(q0, q0 + n_bins[f] * out.shape[3]):
+            bo[q] = po[q] - so[q]
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _subtract_par(parent, pidx, out, small, big, n_bins):  # pragma: no cover
     for i in prange(small.shape[0]):
         _subtract_one(parent, pidx[i], out, small[i], big[i], n_bins)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _subtract_flat_par(parent, pidx, out, small, big, n_bins):  # pragma: no cover
+    for i in prange(small.shape[0]):
+        _subtract_one_flat(parent, pidx[i], out, small[i], big[i], n_bins)
+
+
+@njit(cache=True, nogil=True)
+def _subtract_flat_ser(parent, pidx, out, small, big, n_bins):  # pragma: no cover
+    for i in range(small.shape[0]):
+        _subtract_one_flat(parent, pidx[i], out, small[i], big[i], n_bins)
 
 
 @njit(cache=True, nogil=True)
@@ -50,12 +77,19 @@ def subtract_siblings(parent, out, small, big, parent_index=None, n_bins=None,
             else np.asarray(parent_index, dtype=np.int64))
     n_bins = (np.full(out.shape[1], out.shape[2], dtype=np.int64) if n_bins is None
               else np.minimum(np.asarray(n_bins, dtype=np.int64), out.shape[2]))
+    _subtract(parent, out, small, big, pidx, n_bins,
+              int(n_bins.sum() if n_bins_total is None else n_bins_total))
+
+
+def _subtract(parent, out, small, big, pidx, n_bins, n_bins_total: int) -> None:
+    """:func:`subtract_siblings` once its arguments are checked: int64 ``pidx``,
+    ``n_bins`` at most the histogram width, ``n_bins_total = sum(n_bins)``."""
+    flat = parent.flags.c_contiguous and out.flags.c_contiguous  # the grower's buffers
     if small.shape[0] > 1 and par.use_parallel(
-            int(n_bins.sum() if n_bins_total is None else n_bins_total) * out.shape[3]
-            * small.shape[0], par.LEVEL_PARALLEL_MIN_WORK):
-        _subtract_par(parent, pidx, out, small, big, n_bins)
+            n_bins_total * out.shape[3] * small.shape[0], par.LEVEL_PARALLEL_MIN_WORK):
+        (_subtract_flat_par if flat else _subtract_par)(parent, pidx, out, small, big, n_bins)
     else:
-        _subtract_ser(parent, pidx, out, small, big, n_bins)
+        (_subtract_flat_ser if flat else _subtract_ser)(parent, pidx, out, small, big, n_bins)
 
 
 @njit(cache=True, nogil=True)
@@ -132,6 +166,8 @@ class HistogramLevels:
         self.hist_shape = hist_shape
         self.n_bins = np.asarray(n_bins, dtype=np.int64)  # <= max_bins = hist_shape[1]
         self.n_bins_total = int(self.n_bins.sum())
+        # the bounds subtract_siblings would clip to the width: once per tree, not per depth
+        self._sub_bins = np.minimum(self.n_bins, hist_shape[1])
         self.turn = 0
 
     def next(self, n_nodes: int) -> np.ndarray:
@@ -141,5 +177,5 @@ class HistogramLevels:
 
     def subtract(self, parent: np.ndarray, out: np.ndarray, small, big, parent_index) -> None:
         """:func:`subtract_siblings` with the bounds of this tree's features."""
-        subtract_siblings(parent, out, small, big, parent_index, self.n_bins,
-                          self.n_bins_total)
+        _subtract(parent, out, small, big, np.asarray(parent_index, dtype=np.int64),
+                  self._sub_bins, self.n_bins_total)

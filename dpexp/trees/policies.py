@@ -80,9 +80,19 @@ class _CandidateLayout:
         self.offsets = candidate_offsets(n_candidates, n_bins)
         n_valid, offset = self.offsets
         self.ends = offset + n_valid  # one past each feature's last column
+        self._seen: np.ndarray | None = None  # the last array found equal to the key
 
     def matches(self, n_candidates: np.ndarray, n_bins: int) -> bool:
-        return n_bins == self.key[1] and np.array_equal(n_candidates, self.key[0])
+        if n_bins != self.key[1]:
+            return False
+        # the grower passes one array for every depth of a tree (and never writes it):
+        # compared once per tree, not once per depth
+        if n_candidates is self._seen:
+            return True
+        if not np.array_equal(n_candidates, self.key[0]):
+            return False
+        self._seen = n_candidates
+        return True
 
     def feature_bin(self, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(feature, bin)`` of packed candidate columns ``choice``."""
@@ -127,10 +137,9 @@ class ExponentialSplit:
             nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(), mechanism="exponential",
             sensitivity=self.sensitivity,
         )
-        choice = np.atleast_1d(
+        choice = np.asarray(
             exponential_mechanism(util, epsilon=self.epsilon, sensitivity=self.sensitivity,
-                                  rng=ctx.rng)
-        ).astype(np.int64)
+                                  rng=ctx.rng), dtype=np.int64).reshape(-1)
         return lay.feature_bin(choice)
 
 

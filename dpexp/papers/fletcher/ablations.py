@@ -15,8 +15,11 @@ reading, on the same fit, so the two differ only in the part under test.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from dpexp.experiments.metrics import Evaluation, auc, f1_minority
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
 
 _META_KEYS = ("feature_domain", "categorical_features", "n_categories", "classes")
@@ -47,11 +50,44 @@ def majority_vote(tree_counts: np.ndarray) -> np.ndarray:
     return np.argmax(votes, axis=1)
 
 
+@dataclass(frozen=True)
+class VotedJPW:
+    """A fitted JPW's predictions under the tree-vote rule, shaped as the metrics read an
+    estimator: the vote's class and the trees' vote shares as class probabilities."""
+
+    classes_: np.ndarray
+    labels: np.ndarray  # voted class index per test row
+    shares: np.ndarray  # (n, C) share of the trees voting for each class
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.labels]
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.shares
+
+
+def vote_shares(tree_counts: np.ndarray) -> np.ndarray:
+    """``(n, C)`` share of the trees whose leaf arg-max is each class (Section 4's vote)."""
+    T, n, C = tree_counts.shape
+    labels = np.argmax(tree_counts, axis=2)
+    flat = labels.T.ravel() + np.repeat(np.arange(n) * C, T)
+    return np.bincount(flat, minlength=n * C).reshape(n, C) / T
+
+
+def _scores(estimator, ctx, y_test: np.ndarray, suffix: str) -> dict[str, float]:
+    """F1 of the least frequent class (Fig. 13) and AUC (Fig. 12) of one prediction rule."""
+    ev = Evaluation(estimator, ctx.X_test, y_test, np.asarray(ctx.y_train), classes=estimator.classes_)
+    return {f"f1_minority{suffix}": f1_minority(ev), f"auc{suffix}": auc(ev)}
+
+
 def fletcher_jpw_vote(ctx) -> dict[str, float]:
     """JPW (Section 5.2) scored by tree vote and by summed counts on one fit.
 
     ``params``: ``n_trees`` (10), ``max_depth`` (None: JPW's formula). Returns
-    ``accuracy`` (vote), ``accuracy_summed`` (the shipped ``jpw`` prediction) and ``depth``.
+    ``accuracy`` (vote), ``accuracy_summed`` (the shipped ``jpw`` prediction), the F1 of
+    the least frequent class and the AUC of both rules (``f1_minority`` / ``auc``: vote,
+    with the vote shares as scores; ``..._summed``: the shipped ``predict_proba``, as in
+    Figs. 12 and 13) and ``depth``.
     """
     n_trees = int(ctx.params.get("n_trees", 10))
     max_depth = ctx.params.get("max_depth")
@@ -62,11 +98,14 @@ def fletcher_jpw_vote(ctx) -> dict[str, float]:
     model.fit(ctx.X_train, ctx.y_train)
     y_test = np.asarray(ctx.y_test)
     counts = jpw_tree_counts(model, ctx.X_test)
-    voted = model.classes_[majority_vote(counts)]
+    voted = VotedJPW(model.classes_, majority_vote(counts), vote_shares(counts))
     summed = model.classes_[np.argmax(counts.sum(axis=0), axis=1)]
+    binary = model.classes_.size == 2  # Figs. 12 and 13 are binary-only
     return {
-        "accuracy": float(np.mean(voted == y_test)),
+        "accuracy": float(np.mean(voted.predict(ctx.X_test) == y_test)),
         "accuracy_summed": float(np.mean(summed == y_test)),
+        **(_scores(voted, ctx, y_test, "") if binary else {}),
+        **(_scores(model, ctx, y_test, "_summed") if binary else {}),
         "depth": float(model.depth_),
     }
 

@@ -53,13 +53,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.errors import check_epsilon
 from dpexp.papers.fletcher.trees import (
+    MaterialisedCache,
+    MaterialisedForest,
     TreeSchema,
     count_leaves,
+    dense_leaf_labels,
     draw_empty_leaf_secret,
     forest_leaf_labels,
+    materialised_grid,
+    materialised_route,
     route,
     route_forest,
     theorem2_depth,
+    vote_counts,
 )
 from dpexp.privacy import (
     Accountant,
@@ -225,6 +231,9 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
             0, 2**63, size=n_trees, dtype=np.int64, endpoint=False
         ).astype(np.uint64)
         self._empty_leaf_secret = draw_empty_leaf_secret(secret_rng)
+        # The full trees as arrays, built when a routing call is big enough to pay for it
+        # (a function of the public seeds and schema only): lookups instead of hashes.
+        self.materialised_ = MaterialisedCache()
         n = X.shape[0]
         if disjoint:
             part = record_partition(n, [1.0 / n_trees] * n_trees, np.random.default_rng(ss_part))
@@ -304,18 +313,29 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         call, each through its own tree. All records in every tree: blocks of trees, each
         routing every record (``_ROUTE_BLOCK`` bounds the key matrix).
         """
+        cache = getattr(self, "materialised_", None)
+        walks = X.shape[0] * (1 if part is not None else n_trees)
+        arrays = None if cache is None else cache.get(self.schema_, self.seeds_, walks)
         if part is not None:
-            order = np.argsort(part, kind="stable")
+            # Stable: the same order whatever the key's dtype; numpy radix-sorts 16-bit keys.
+            small = part.astype(np.int16) if n_trees < 2**15 else part
+            order = np.argsort(small, kind="stable")
             order = order[part[order] >= 0]  # records the partition left unused (if any)
             bounds = np.concatenate([[0], np.cumsum(self.tree_sizes_)])
-            keys = route(self.schema_, self.seeds_[part[order]], X[order])
+            if arrays is not None:  # route in place, then group (no copy of X)
+                keys = materialised_route(self.schema_, arrays, part, X)[order]
+            else:
+                keys = route(self.schema_, self.seeds_[part[order]], X[order])
             ys = y[order]
             for t in range(n_trees):
                 yield t, keys[bounds[t] : bounds[t + 1]], ys[bounds[t] : bounds[t + 1]]
             return
         per = max(1, _ROUTE_BLOCK // max(X.shape[0], 1))
         for t0 in range(0, n_trees, per):
-            grid = route_forest(self.schema_, self.seeds_[t0 : t0 + per], X)
+            if arrays is not None:
+                grid = materialised_grid(self.schema_, arrays, X, arrays.leaf_keys, slice(t0, t0 + per))
+            else:
+                grid = route_forest(self.schema_, self.seeds_[t0 : t0 + per], X)
             for t in range(t0, t0 + grid.shape[0]):
                 yield t, grid[t - t0], y
 
@@ -323,19 +343,24 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         """Label given by every tree to every row: ``(n_trees, n_samples)`` class indices."""
         check_is_fitted(self, "leaf_keys_")
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
+        cache = getattr(self, "materialised_", None)
+        arrays = None if cache is None else cache.get(self.schema_, self.seeds_, self.seeds_.size * X.shape[0])
+        if arrays is not None:  # the same labels by array descent
+            return materialised_grid(self.schema_, arrays, X, cache.values("labels", self._dense_labels))
         # One compiled pass: route, look up the leaf's label; leaves no record reached get
         # a uniformly random label keyed by the fit's noise secret (Section 4.2.1).
         return forest_leaf_labels(self.schema_, self.seeds_, X, self.leaf_offsets_, self.leaf_keys_,
                                   self.leaf_labels_, self.classes_.size, self._empty_leaf_secret)
 
+    def _dense_labels(self, arrays: MaterialisedForest) -> np.ndarray:
+        """Every leaf's label, empty leaves' included (what a row reaching it is given)."""
+        return dense_leaf_labels(arrays, self.leaf_offsets_, self.leaf_keys_, self.leaf_labels_,
+                                 self.classes_.size, self._empty_leaf_secret)
+
     def predict_proba(self, X) -> np.ndarray:
         """Vote shares of the trees (Section 4.4 majority voting)."""
         labels = self._tree_labels(X)
-        C = self.classes_.size
-        n = labels.shape[1]
-        flat = labels.T.ravel() + np.repeat(np.arange(n) * C, labels.shape[0])
-        votes = np.bincount(flat, minlength=n * C).reshape(n, C)
-        return votes / labels.shape[0]
+        return vote_counts(labels, self.classes_.size) / labels.shape[0]
 
     def predict(self, X) -> np.ndarray:
         """Majority vote (ties go to the first class in ``classes_``)."""

@@ -25,6 +25,10 @@ bit (``tests/fletcher/test_routing_kernels.py``). The leaf a sample reaches is n
 its key. Keys are public (they follow from the published seeds), so nothing a leaf
 releases may be a function of its key alone: the noise of empty leaves is keyed by a
 secret from the noise stream (see "empty leaves" below).
+
+Forests whose full trees are small (continuous features: ``2^(depth+1) - 1`` nodes a tree)
+are also written out as arrays once a routing call is big enough to pay for it (see
+"materialised trees" below): the same trees, the same leaves, found by array lookups.
 """
 
 from __future__ import annotations
@@ -662,3 +666,467 @@ def leaf_index(keys: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.n
     out = np.empty(keys.shape, dtype=np.int64)
     _leaf_index(keys, _arr(offsets, np.int64), _arr(table, np.uint64), out)
     return out
+
+
+# ------------------------------------------------------------------ materialised trees
+#
+# Prediction routes every test row through every tree: 30 million walks for a 300,000-row
+# test fold of a 100-tree forest, each level of which re-derives its node's feature and
+# threshold from the key (three SplitMix64 hashes and a scan of the used features). Most
+# of the paper's trees are small (SynthF, Theorem-2 depth 8: 511 nodes; Table 4's
+# continuous data sets at most 8,191), so each tree is written out once (on the first
+# routing call big enough to pay for it, :class:`MaterialisedCache`) as arrays -- per
+# node its feature, threshold and first child, per leaf its key -- with the
+# arithmetic of ``_walk`` in the same order (the same float64 thresholds, the same child
+# numbers), and a row then descends by array lookups. Trees with many discrete features
+# are far too big for that (Adult, Theorem-2 depth: ~2 million leaves per tree; Mushroom
+# ~10^8, see ``count_leaves``), so materialising is bounded by ``MAX_MATERIALISED_NODES``
+# over the whole forest, and a forest above it keeps the keyed walk. The materialised
+# structure is a function of the public seeds and schema only; the leaves' labels are
+# filled in separately (:func:`dense_leaf_labels`).
+
+#: Node budget of a materialised forest: 16 bytes a node (feature, threshold, first
+#: child) plus a leaf's key and label, ~100 MB at the bound for binary trees.
+MAX_MATERIALISED_NODES = 1 << 22
+
+
+@dataclass(frozen=True)
+class MaterialisedForest:
+    """The full trees of a forest as flat arrays (nodes of tree ``t`` from ``roots[t]``).
+
+    Node ``v`` is internal when ``feature[v] >= 0``: its child number ``c`` (0 = left,
+    ``x <= threshold[v]``, or NaN; 1 = right; or the discrete code, as ``_walk``) is node
+    ``first[v] + c``. A leaf has ``feature[v] == -1`` and ``first[v]`` is its row in
+    ``leaf_keys`` (the key ``_walk`` returns for it) and in the leaf-label arrays.
+    """
+
+    roots: np.ndarray  # (T,) int64, root node of each tree
+    feature: np.ndarray  # (n_nodes,) int32
+    threshold: np.ndarray  # (n_nodes,) float64, continuous splits only
+    first: np.ndarray  # (n_nodes,) int32, first child, or the leaf's row
+    leaf_keys: np.ndarray  # (n_leaves,) uint64
+    leaf_trees: np.ndarray  # (n_leaves,) int32, tree of each leaf
+    depth: int
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.roots, self.feature, self.threshold, self.first,
+                                      self.leaf_keys, self.leaf_trees))
+
+
+@njit(cache=True, nogil=True)
+def _tree_size(
+    seed: np.uint64, cat: np.ndarray, ncat: np.ndarray, depth: int, child_mix: np.ndarray, budget: int,
+) -> tuple:
+    """``(nodes, leaves)`` of the full tree with root key ``seed``, or ``(-1, -1)`` once it
+    has more than ``budget`` nodes.
+
+    Depth first over the keys; a node's available features are its path's (only discrete
+    features are ever used up, so ``used`` is all the state a count needs).
+    """
+    m = cat.shape[0]
+    used = np.zeros((depth + 1, m), dtype=np.bool_)
+    size = depth * child_mix.shape[0] + 1
+    s_key = np.empty(size, dtype=np.uint64)
+    s_level = np.empty(size, dtype=np.int64)
+    s_feat = np.empty(size, dtype=np.int64)
+    s_key[0], s_level[0], s_feat[0] = seed, 0, -1
+    sp, nodes, leaves = 1, 0, 0
+    while sp > 0:
+        sp -= 1
+        key, level, pf = s_key[sp], s_level[sp], s_feat[sp]
+        nodes += 1
+        if nodes > budget:
+            return -1, -1
+        if level == depth:
+            leaves += 1
+            continue
+        if level > 0:
+            used[level, :] = used[level - 1, :]
+            if cat[pf]:
+                used[level, pf] = True
+        n_avail = _n_avail(used[level])
+        if n_avail == 0:
+            leaves += 1
+            continue
+        f = _pick_feature(key, used[level], n_avail)
+        for c in range(ncat[f] if cat[f] else 2):
+            s_key[sp] = _mix1(key ^ child_mix[c])
+            s_level[sp] = level + 1
+            s_feat[sp] = f
+            sp += 1
+    return nodes, leaves
+
+
+@njit(cache=True, nogil=True)
+def _fill_tree(
+    seed: np.uint64, lows: np.ndarray, highs: np.ndarray, cat: np.ndarray, ncat: np.ndarray,
+    depth: int, child_mix: np.ndarray, tree: int, node0: int, leaf0: int, feature: np.ndarray,
+    threshold: np.ndarray, first: np.ndarray, leaf_keys: np.ndarray, leaf_trees: np.ndarray,
+) -> tuple:
+    """Write the tree with root key ``seed`` from node ``node0`` and leaf row ``leaf0`` on.
+
+    Depth first; row ``level`` of ``lo``/``hi``/``used`` is the state ``_walk`` holds on
+    entering a node of that level (its parent's state with the parent's split applied), so
+    every threshold is ``lo + u * (hi - lo)`` of exactly the same operands as in the walk.
+    Returns ``(next free node, next free leaf row)``.
+    """
+    m = cat.shape[0]
+    lo = np.empty((depth + 1, m))
+    hi = np.empty((depth + 1, m))
+    used = np.zeros((depth + 1, m), dtype=np.bool_)
+    n_avail = np.empty(depth + 1, dtype=np.int64)
+    lo[0, :] = lows
+    hi[0, :] = highs
+    n_avail[0] = m
+    size = depth * child_mix.shape[0] + 1  # siblings pending on the path, at most
+    s_key = np.empty(size, dtype=np.uint64)
+    s_level = np.empty(size, dtype=np.int64)
+    s_node = np.empty(size, dtype=np.int64)
+    s_feat = np.empty(size, dtype=np.int64)
+    s_child = np.empty(size, dtype=np.int64)
+    s_t = np.empty(size)
+    s_key[0], s_level[0], s_node[0], s_feat[0], s_child[0], s_t[0] = seed, 0, node0, -1, 0, 0.0
+    sp, next_node, next_leaf = 1, node0 + 1, leaf0
+    while sp > 0:
+        sp -= 1
+        key, level, node = s_key[sp], s_level[sp], s_node[sp]
+        pf = s_feat[sp]
+        if level > 0:
+            n_avail[level] = n_avail[level - 1] - (1 if cat[pf] else 0)
+        if level == depth or n_avail[level] == 0:  # a leaf (as the walk's loop ends)
+            if next_leaf >= leaf_keys.shape[0]:
+                return -1, -1  # more leaves than counted: refuse rather than overrun
+            feature[node] = -1
+            threshold[node] = 0.0
+            first[node] = next_leaf
+            leaf_keys[next_leaf] = key
+            leaf_trees[next_leaf] = tree
+            next_leaf += 1
+            continue
+        if level > 0:  # the parent's state, then the parent's split on this branch
+            lo[level, :] = lo[level - 1, :]
+            hi[level, :] = hi[level - 1, :]
+            used[level, :] = used[level - 1, :]
+            if cat[pf]:
+                used[level, pf] = True
+            elif s_child[sp] == 1:
+                lo[level, pf] = s_t[sp]
+            else:
+                hi[level, pf] = s_t[sp]
+        f = _pick_feature(key, used[level], n_avail[level])
+        if cat[f]:
+            nch, t = ncat[f], 0.0
+        else:
+            a = lo[level, f]
+            nch, t = 2, a + _uniform1(key, _SALT_SPLIT) * (hi[level, f] - a)
+        if next_node + nch > feature.shape[0]:
+            return -1, -1
+        feature[node] = f
+        threshold[node] = t
+        first[node] = next_node
+        for c in range(nch):
+            s_key[sp] = _mix1(key ^ child_mix[c])
+            s_level[sp] = level + 1
+            s_node[sp] = next_node + c
+            s_feat[sp] = f
+            s_child[sp] = c
+            s_t[sp] = t
+            sp += 1
+        next_node += nch
+    return next_node, next_leaf
+
+
+@njit(cache=True, nogil=True)
+def _forest_size(
+    seeds: np.ndarray, cat: np.ndarray, ncat: np.ndarray, depth: int, child_mix: np.ndarray,
+    budget: int, tree_budget: int,
+) -> tuple:
+    """``(nodes, leaves)`` of the whole forest, or ``(-1, -1)`` as soon as it has more than
+    ``budget`` nodes or one tree more than ``tree_budget`` (the trees of a forest have the
+    same size distribution, so a refusal costs about one tree's budget, not the forest's).
+    """
+    nodes, leaves = 0, 0
+    for t in range(seeds.shape[0]):
+        n, k = _tree_size(seeds[t], cat, ncat, depth, child_mix, min(tree_budget, budget - nodes))
+        if n < 0:
+            return -1, -1
+        nodes += n
+        leaves += k
+    return nodes, leaves
+
+
+def materialise_forest(
+    schema: TreeSchema, seeds: np.ndarray, max_nodes: int | None = None,
+) -> MaterialisedForest | None:
+    """The full trees ``seeds`` as arrays, or None when they have more than ``max_nodes``
+    nodes (default :data:`MAX_MATERIALISED_NODES`) or one tree has more than twice its share.
+
+    With continuous features only, every tree is the full binary tree of ``depth`` levels
+    (a continuous feature is never used up), so its size needs no count.
+    """
+    lows, highs, cat, ncat, depth, child_mix = _kernel_args(schema)
+    seeds = _arr(np.asarray(seeds, dtype=np.uint64).ravel(), np.uint64)
+    limit = MAX_MATERIALISED_NODES if max_nodes is None else int(max_nodes)
+    limit = min(limit, MAX_MATERIALISED_NODES, 2**31 - 1)  # int32 node numbers
+    if not cat.any():
+        n_nodes, n_leaves = ((1 << (depth + 1)) - 1) * seeds.size, (1 << depth) * seeds.size
+    else:
+        tree_budget = max(1, 2 * limit // max(seeds.size, 1))
+        n_nodes, n_leaves = _forest_size(seeds, cat, ncat, depth, child_mix, limit, tree_budget)
+    if n_nodes < 0 or n_nodes > limit:
+        return None
+    feature = np.empty(n_nodes, dtype=np.int32)
+    threshold = np.empty(n_nodes)
+    first = np.empty(n_nodes, dtype=np.int32)
+    leaf_keys = np.empty(n_leaves, dtype=np.uint64)
+    leaf_trees = np.empty(n_leaves, dtype=np.int32)
+    roots = np.empty(seeds.size, dtype=np.int64)
+    node, leaf = 0, 0
+    for t in range(seeds.size):
+        roots[t] = node
+        node, leaf = _fill_tree(seeds[t], lows, highs, cat, ncat, depth, child_mix, t, node, leaf,
+                                feature, threshold, first, leaf_keys, leaf_trees)
+        if node < 0:
+            break
+    if (node, leaf) != (n_nodes, n_leaves):
+        raise AssertionError("materialised forest: the fill disagrees with the count")
+    return MaterialisedForest(roots, feature, threshold, first, leaf_keys, leaf_trees, depth)
+
+
+@njit(cache=True, nogil=True)
+def _dense_labels(
+    leaf_keys: np.ndarray, leaf_trees: np.ndarray, offsets: np.ndarray, table: np.ndarray,
+    labels: np.ndarray, n_classes: int, secret: np.ndarray, out: np.ndarray,
+) -> None:
+    for j in range(leaf_keys.shape[0]):
+        t = np.int64(leaf_trees[j])
+        i = _find(table, offsets[t], offsets[t + 1], leaf_keys[j])
+        out[j] = labels[i] if i >= 0 else _secret_label(secret, t, leaf_keys[j], n_classes)
+
+
+def dense_leaf_labels(
+    forest: MaterialisedForest, offsets: np.ndarray, table: np.ndarray, labels: np.ndarray,
+    n_classes: int, secret: np.ndarray,
+) -> np.ndarray:
+    """The label of every leaf of ``forest``, in its leaf rows (Section 4.2.1).
+
+    A leaf with a stored label (``table``/``labels`` as in :func:`forest_leaf_labels`)
+    keeps it; an empty leaf gets :func:`empty_leaf_label` under ``secret``: exactly what
+    :func:`forest_leaf_labels` gives a row reaching that leaf.
+    """
+    out = np.empty(forest.leaf_keys.size, dtype=np.int64)
+    _dense_labels(forest.leaf_keys, forest.leaf_trees, _arr(offsets, np.int64), _arr(table, np.uint64),
+                  _arr(labels, np.int64), int(n_classes), _arr(secret, np.uint64), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _descend(
+    X: np.ndarray, start: int, root: int, feature: np.ndarray, threshold: np.ndarray,
+    first: np.ndarray, cat: np.ndarray, ncat: np.ndarray, depth: int, cur: np.ndarray,
+) -> None:
+    """``cur[i]`` = leaf row reached by ``X[start + i]`` from node ``root``, for ``i < cur.size``.
+
+    Level by level over the whole chunk: the rows' descents are independent, so the CPU
+    overlaps their dependent loads. A row at a leaf stays there (``feature`` -1). The
+    child number is ``_walk``'s, operation for operation.
+    """
+    n = cur.shape[0]
+    for i in range(n):
+        cur[i] = root
+    for _ in range(depth):
+        for i in range(n):
+            node = cur[i]
+            f = feature[node]
+            if f >= 0:
+                v = X[start + i, f]
+                if cat[f]:
+                    last = ncat[f] - 1
+                    cur[i] = first[node] + (last if not (v > -1.0 and v < last + 1.0) else int(v))
+                else:
+                    # NaN compares False: left. Arithmetic on the comparison, not a branch:
+                    # it is a coin flip per row, and mispredicting it cost half the time.
+                    cur[i] = first[node] + np.int64(v > threshold[node])
+    for i in range(n):
+        cur[i] = first[cur[i]]
+
+
+@njit(cache=True, nogil=True)
+def _dense_task(
+    c: int, per_tree: int, X: np.ndarray, roots: np.ndarray, feature: np.ndarray,
+    threshold: np.ndarray, first: np.ndarray, cat: np.ndarray, ncat: np.ndarray, depth: int,
+    leaf_values: np.ndarray, out: np.ndarray,
+) -> None:
+    """Work item ``c``: one chunk of rows through one tree, ``out[t, i]`` = its leaf's value."""
+    n = X.shape[0]
+    t, b = c // per_tree, c % per_tree
+    start = b * _WALK_CHUNK
+    cur = np.empty(min(n, start + _WALK_CHUNK) - start, dtype=np.int64)
+    _descend(X, start, roots[t], feature, threshold, first, cat, ncat, depth, cur)
+    for i in range(cur.shape[0]):
+        out[t, start + i] = leaf_values[cur[i]]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _dense_grid(
+    X: np.ndarray, roots: np.ndarray, feature: np.ndarray, threshold: np.ndarray, first: np.ndarray,
+    cat: np.ndarray, ncat: np.ndarray, depth: int, leaf_values: np.ndarray, out: np.ndarray,
+) -> None:
+    per_tree = (X.shape[0] + _WALK_CHUNK - 1) // _WALK_CHUNK
+    for c in prange(roots.shape[0] * per_tree):
+        _dense_task(c, per_tree, X, roots, feature, threshold, first, cat, ncat, depth, leaf_values, out)
+
+
+@njit(cache=True, nogil=True)
+def _dense_grid_serial(
+    X: np.ndarray, roots: np.ndarray, feature: np.ndarray, threshold: np.ndarray, first: np.ndarray,
+    cat: np.ndarray, ncat: np.ndarray, depth: int, leaf_values: np.ndarray, out: np.ndarray,
+) -> None:
+    """Serial twin of :func:`_dense_grid` (same work items, same results)."""
+    per_tree = (X.shape[0] + _WALK_CHUNK - 1) // _WALK_CHUNK
+    for c in range(roots.shape[0] * per_tree):
+        _dense_task(c, per_tree, X, roots, feature, threshold, first, cat, ncat, depth, leaf_values, out)
+
+
+def _dense_args(schema: TreeSchema, forest: MaterialisedForest) -> tuple:
+    _, _, cat, ncat, depth, _ = _kernel_args(schema)
+    return (_arr(forest.roots, np.int64), _arr(forest.feature, np.int32), _arr(forest.threshold, np.float64),
+            _arr(forest.first, np.int32), cat, ncat, depth)
+
+
+def materialised_grid(
+    schema: TreeSchema, forest: MaterialisedForest, X: np.ndarray, leaf_values: np.ndarray,
+    trees: slice = slice(None),
+) -> np.ndarray:
+    """``leaf_values[leaf of X[i] in tree t]`` as ``(n_trees, n_samples)``, by array descent.
+
+    With ``leaf_values`` = :func:`dense_leaf_labels` this is :func:`forest_leaf_labels`;
+    with ``forest.leaf_keys`` it is :func:`route_forest` (same values, bit for bit).
+    ``trees`` selects a block of trees (rows of the result).
+    """
+    X = _arr(X, np.float64)
+    leaf_values = np.require(leaf_values, requirements=("C", "W"))
+    roots, *rest = _dense_args(schema, forest)
+    roots = _arr(roots[trees], np.int64)
+    out = np.empty((roots.size, X.shape[0]), dtype=leaf_values.dtype)
+    kernel = _dense_grid if out.size >= _PARALLEL_MIN_WALKS else _dense_grid_serial
+    kernel(X, roots, *rest, leaf_values, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _dense_rows(
+    X: np.ndarray, trees: np.ndarray, roots: np.ndarray, feature: np.ndarray, threshold: np.ndarray,
+    first: np.ndarray, cat: np.ndarray, ncat: np.ndarray, depth: int, leaf_keys: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out[i]`` = key of the leaf of ``X[i]`` in tree ``trees[i]`` (0 when ``trees[i] < 0``).
+
+    Row by row (consecutive rows may belong to different trees); the child numbers are
+    those of :func:`_descend`.
+    """
+    for i in range(X.shape[0]):
+        if trees[i] < 0:
+            out[i] = 0
+            continue
+        node = roots[trees[i]]
+        f = feature[node]
+        while f >= 0:
+            v = X[i, f]
+            if cat[f]:
+                last = ncat[f] - 1
+                node = first[node] + (last if not (v > -1.0 and v < last + 1.0) else int(v))
+            else:
+                node = first[node] + np.int64(v > threshold[node])
+            f = feature[node]
+        out[i] = leaf_keys[first[node]]
+
+
+def materialised_route(
+    schema: TreeSchema, forest: MaterialisedForest, trees: np.ndarray, X: np.ndarray,
+) -> np.ndarray:
+    """Leaf key of each row ``X[i]`` in tree number ``trees[i]``: :func:`route` with
+    ``seeds = seeds_[trees]``, by array descent. A row with ``trees[i] < 0`` (a record the
+    partition left out) is not routed: its key is 0."""
+    X = _arr(X, np.float64)
+    trees = _arr(np.asarray(trees, dtype=np.int64).reshape(X.shape[0]), np.int64)
+    out = np.empty(X.shape[0], dtype=np.uint64)
+    _dense_rows(X, trees, *_dense_args(schema, forest), forest.leaf_keys, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _votes(labels: np.ndarray, out: np.ndarray) -> None:
+    C = out.shape[1]
+    for t in range(labels.shape[0]):
+        for i in range(labels.shape[1]):
+            c = labels[t, i]
+            if c < 0 or c >= C:
+                raise ValueError("a tree label is not a class index")
+            out[i, c] += 1
+
+
+def vote_counts(labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """``(n_samples, n_classes)`` number of trees voting for each class (Section 4.4).
+
+    ``labels`` is ``(n_trees, n_samples)`` class indices in ``[0, n_classes)``.
+    """
+    out = np.zeros((labels.shape[1], int(n_classes)), dtype=np.int64)
+    _votes(_arr(labels, np.int64), out)
+    return out
+
+
+#: Materialise only when the routing asked for costs at least this many times the forest's
+#: node count in keyed-walk levels (walks x depth). Measured: writing a node out costs
+#: ~2.4 walk levels, counting one (discrete features) ~0.9, an array level ~0.1; so a
+#: materialisation never makes a call slower, and a refusal (one tree counted) is cheap.
+COST_RATIO = 4
+
+
+class MaterialisedCache:
+    """A fitted forest's :class:`MaterialisedForest`, built on the first routing call big
+    enough to pay for it (``walks * depth >= COST_RATIO * nodes``), plus per-leaf value
+    arrays (labels, counts) an estimator derives from it.
+
+    A fitted attribute whose content appears lazily: ``predict`` leaves the estimator's
+    ``__dict__`` unchanged (the same object). Pickles and copies drop the arrays (a function
+    of the public seeds and schema and of the fitted leaves, rebuilt on demand), so a
+    pickled estimator is no bigger than before.
+    """
+
+    def __init__(self) -> None:
+        self._init()
+
+    def _init(self) -> None:
+        self.forest: MaterialisedForest | None = None
+        self.leaf_values: dict[str, np.ndarray] = {}
+        self._refused = 0  # largest node budget known to be too small
+
+    def get(self, schema: TreeSchema, seeds: np.ndarray, walks: int) -> MaterialisedForest | None:
+        """The materialised trees for a call of ``walks`` (tree, row) walks, or None: keep
+        the keyed walk (the forest is too big for this call or for the global bound)."""
+        if self.forest is None:
+            budget = min(int(walks) * int(schema.depth) // COST_RATIO, MAX_MATERIALISED_NODES)
+            if budget > self._refused:
+                self.forest = materialise_forest(schema, seeds, budget)
+                if self.forest is None:
+                    self._refused = budget
+        return self.forest
+
+    def values(self, name: str, compute) -> np.ndarray:
+        """Per-leaf array ``name`` of the current forest, ``compute(forest)`` on first use."""
+        if name not in self.leaf_values:
+            self.leaf_values[name] = compute(self.forest)
+        return self.leaf_values[name]
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self._init()
+
+    def __repr__(self) -> str:
+        f = self.forest
+        return "MaterialisedCache(empty)" if f is None else (
+            f"MaterialisedCache({f.feature.size} nodes, {f.leaf_keys.size} leaves, {f.nbytes} bytes)")
