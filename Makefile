@@ -40,7 +40,7 @@ reproduce-smoke: install
 reproduce-all: install
 	dpexp plan --all --scale paper --jobs $(JOBS) --seed $(SEED)
 	@for e in $(EXPERIMENTS); do \
-	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) || exit $$?; \
+	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) --skip-unavailable || exit $$?; \
 	done
 	dpexp report --scale paper
 

@@ -41,6 +41,11 @@ class DatasetError(DpexpError):
     """A dataset that cannot be had: checksum mismatch, missing local file, wrong shape."""
 
 
+class DatasetUnavailableError(DatasetError):
+    """A dataset this machine cannot get: no network or mirror that serves it, no public URL,
+    or a user-supplied file not supplied (a corrupted download is a plain DatasetError)."""
+
+
 class BudgetExceededError(DpexpError):
     """A run tried to spend more privacy budget than it was given. Never caught by runners."""
 

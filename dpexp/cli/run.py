@@ -55,6 +55,7 @@ def run(
     no_render: Annotated[bool, typer.Option("--no-render", help="Do not render figures/tables.")] = False,
     ledger: Annotated[bool, typer.Option("--ledger", help="Cache the full privacy ledger of every computed cell (else one row per scope and mechanism) and write the run's ledgers to a JSON file.")] = False,
     require_optional: Annotated[bool, typer.Option("--require-optional", help="Fail instead of skipping an algorithm whose optional package is missing.")] = False,
+    skip_unavailable: Annotated[bool, typer.Option("--skip-unavailable", help="Leave out, with a note, datasets this machine cannot get (no network or mirror serving them, user-supplied files not supplied) instead of failing; a corrupted download still fails.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
@@ -76,6 +77,14 @@ def run(
                             require_optional=require_optional, full_ledger=ledger)
     for note in _runner.drop_unavailable(spec, require_optional)[1]:  # checked before the run
         err.print(f"note: {escape(note)}", highlight=False)
+    if skip_unavailable:
+        spec, notes = _runner.drop_unreachable(spec, cfg)
+        for note in notes:
+            err.print(f"note: {escape(note)}", highlight=False)
+        if spec is None:
+            out.print(f"{full.id} ({scale}): nothing to run here, every dataset was skipped.",
+                      highlight=False)
+            return
     rep = _runner.run_experiment(spec, cfg)
     out.print(
         f"{spec.id} ({scale}, seed {seed}): {rep.total} cells, {rep.computed} computed, "

@@ -18,7 +18,7 @@ from pathlib import Path
 import pooch
 
 from dpexp.datasets.registry import DatasetInfo, FileInfo
-from dpexp.errors import DatasetError
+from dpexp.errors import DatasetError, DatasetUnavailableError
 from dpexp.paths import data_dir
 
 
@@ -93,7 +93,7 @@ def _source(info: DatasetInfo, f: FileInfo, mirror: str | None) -> tuple[str, ob
         return src.resolve().as_uri(), _copy_downloader(src)
     if not f.url:
         how = info.local_instructions or "Put the file in the data directory."
-        raise DatasetError(
+        raise DatasetUnavailableError(
             f"Dataset {info.name!r}: file {f.name} has no public download URL. {how}"
         )
     return f.url, None
@@ -151,7 +151,9 @@ def fetch_file(
     except (OSError, Exception) as exc:  # network errors come from requests
         if isinstance(exc, DatasetError):
             raise
-        raise DatasetError(
+        # a corrupted cached copy stays an error even where unreachable data is skipped
+        error = DatasetError if stale else DatasetUnavailableError
+        raise error(
             f"Dataset {info.name!r}: {stale}could not download {f.name} from {url} "
             f"({type(exc).__name__}: {exc}). Check your connection, or set DPEXP_DATA_MIRROR "
             f"to a folder or http(s) URL laid out like the project's shared/datasets, then "
@@ -196,7 +198,7 @@ def local_only_path(info: DatasetInfo) -> Path:
     assert info.local_only is not None
     path = data_dir() / info.name / info.local_only["file"]
     if not path.exists():
-        raise DatasetError(
+        raise DatasetUnavailableError(
             f"Dataset {info.name!r} cannot be downloaded publicly and has not been supplied. "
             f"{info.local_only.get('instructions', '').strip()} (expected at {path})"
         )

@@ -568,6 +568,32 @@ def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[Expe
     return replace(spec, algorithms=keep), notes
 
 
+def drop_unreachable(spec: ExperimentSpec, cfg: RunConfig) -> tuple[ExperimentSpec | None, list[str]]:
+    """Fetch each dataset of ``spec`` now and leave out those this machine cannot get (no
+    network or mirror serving it, a user-supplied file not supplied), one note each; None
+    when no dataset is left. A corrupted download is still an error.
+
+    For ``dpexp run --skip-unavailable`` (``make reproduce-all`` on an offline machine):
+    the cells of a left-out dataset are neither run nor counted, as in the plan and report.
+    """
+    from dpexp.datasets import download
+    from dpexp.datasets.registry import get_dataset_info
+    from dpexp.errors import DatasetUnavailableError
+
+    unreachable: dict[str, str] = {}
+    for name in dict.fromkeys(d.name for d in spec.datasets):
+        info = get_dataset_info(name)
+        if info.parser == "synthetic":
+            continue
+        try:
+            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress)
+        except DatasetUnavailableError as exc:
+            unreachable[name] = str(exc)
+    notes = [f"skipped dataset {name}: {why}" for name, why in unreachable.items()]
+    keep = [d for d in spec.datasets if d.name not in unreachable]
+    return (replace(spec, datasets=keep) if keep else None), notes
+
+
 def validate_names(spec: ExperimentSpec) -> None:
     """Unknown datasets, algorithms or procedures fail before any worker starts."""
     from dpexp.datasets.registry import get_dataset_info
