@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpexp.experiments.procedures import CellContext, get_procedure
 from dpexp.experiments.metrics import Evaluation, f1_minority
+from dpexp.experiments.procedures import CellContext, get_procedure
 from dpexp.papers.fletcher.ablations import jpw_tree_counts, majority_vote, vote_shares
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
 
