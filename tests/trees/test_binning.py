@@ -57,3 +57,29 @@ def test_sparse_path_equals_dense():
         lo, hi = sparse.indptr[f], sparse.indptr[f + 1]
         rebuilt[sparse.rows[lo:hi], f] = sparse.values[lo:hi]
     np.testing.assert_array_equal(rebuilt, dense.codes)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_grid_codes_equal_the_binary_search(dtype):
+    """Features on an even grid take the guess-and-step kernel, the others a binary search:
+    both give ``searchsorted(thresholds, x, side="left")`` exactly, at the thresholds
+    themselves, one ulp either side, NaN (code 0) and the infinities."""
+    from dpexp.trees.binning import BinMapper, categorical_thresholds, quantile_thresholds
+
+    rng = np.random.default_rng(1)
+    n = 5000
+    X = rng.standard_normal((n, 7)) * 3
+    X[:, 3] = rng.integers(0, 5, n)
+    thresholds = [domain_thresholds(-5, 5), domain_thresholds(-1e-3, 2e5), domain_thresholds(0, 1, 7),
+                  categorical_thresholds(5), quantile_thresholds(X[:, 4]), np.empty(0), np.array([0.1])]
+    X[:254, 0] = thresholds[0]
+    X[254:508, 0] = np.nextafter(thresholds[0], np.inf)
+    X[508:762, 0] = np.nextafter(thresholds[0], -np.inf)
+    X[800:810] = np.nan
+    X[810], X[811] = np.inf, -np.inf
+    X = X.astype(dtype)
+    mapper = BinMapper(thresholds, "domain")
+    assert mapper._grids[0].tolist() == [0, 1, 2, 3]  # the quantile feature is searched
+    expected = np.column_stack([np.searchsorted(t, X[:, f], side="left") for f, t in enumerate(thresholds)])
+    expected[np.isnan(X)] = 0
+    np.testing.assert_array_equal(mapper.transform(X, chunk_rows=1024).codes, expected)
