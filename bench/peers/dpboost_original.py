@@ -1,19 +1,21 @@
 """The DPBoost authors' own code as a peer column: run it on dpexp's folds, cache its cells.
 
 The original (QinbinLi/DPBoost, a LightGBM 2.2.4-dev fork) is *not* part of dpexp and is
-never vendored: build it yourself beside the project (the fork's README; this project's
-maintainers keep their notes outside the repository) into a folder holding the two
-branches' builds and a side virtualenv (the fork needs numpy < 2)::
+never vendored: ``--build REPO`` builds it beside the project, from a clone, a bare mirror
+or the official URL (https://github.com/QinbinLi/DPBoost; needs cmake, g++ and git), into
+a folder holding the two branches' builds and a side virtualenv (the fork needs numpy < 2)::
 
     ROOT/bin/python-package   branch binary-classification (objective=binary)
     ROOT/reg/python-package   branch master (square loss: regression, and classification
                               as regression on labels -1/+1, as the paper's text says)
     ROOT/venv/bin/python      numpy<2, scipy<1.14, scikit-learn<1.6
 
-Then, from this project's environment::
+The build is idempotent (built branches and a working venv are kept). Then, from this
+project's environment::
 
     python bench/peers/dpboost_original.py --original ROOT fig2 --scale paper \
-        --dataset adult --dataset cod-rna --dataset abalone --setting paper --setting authors
+        --dataset adult --dataset cod-rna --dataset abalone --setting paper --setting authors \
+        [--build https://github.com/QinbinLi/DPBoost]
 
 For each (dataset, setting, epsilon, fold) of the spec's grid it takes *exactly* the rows
 and folds dpexp's cells use (same loader, same ``split_indices``, same run seed), trains
@@ -61,6 +63,73 @@ DRIVER = Path(__file__).with_name("dpboost_original_driver.py")
 ALGORITHM = "dpboost_original"
 NOT_DP = ("the authors' code, with its own accounting: fixed noise seed 42 (the same noise "
           "in every fold), data-quantile bins and exact leaf-wise growth without budget")
+
+
+#: The fork's two branches and the folder of ROOT each is built into.
+BRANCHES = {"bin": "binary-classification", "reg": "master"}
+OFFICIAL_URL = "https://github.com/QinbinLi/DPBoost"
+#: The side venv's pins: the fork's python package predates numpy 2 and scikit-learn 1.6.
+VENV_REQUIREMENTS = ("numpy<2", "scipy<1.14", "scikit-learn<1.6")
+
+
+def _git(repo: Path) -> list[str]:
+    """``git`` pointed at a work tree or at a bare repository (a mirror)."""
+    return ["git", "-C", str(repo)] if (repo / ".git").exists() else ["git", f"--git-dir={repo}"]
+
+
+def _branch_ref(git: list[str], branch: str) -> str:
+    """The branch itself (a mirror), else its remote-tracking ref (an ordinary clone)."""
+    for ref in (branch, f"origin/{branch}"):
+        if subprocess.run([*git, "rev-parse", "-q", "--verify", ref], capture_output=True).returncode == 0:
+            return ref
+    raise SystemExit(f"branch {branch} not found in the repository")
+
+
+def build_original(source: str, root: Path, jobs: int = 2, log=print) -> None:
+    """Build both branches of the fork under ``root`` and its side venv (idempotent: a
+    branch whose ``lib_lightgbm.so`` exists and a venv that imports are kept).
+
+    ``source``: a clone or a bare mirror of QinbinLi/DPBoost, or a URL to clone it from
+    (``OFFICIAL_URL`` for users with network). Each branch is exported with ``git archive``
+    (no work tree is touched) and built with CMake, CPU only, target ``_lightgbm``; the
+    GPU submodule is not needed. Nothing of the fork enters this repository.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    repo = Path(source)
+    if not repo.exists():
+        repo = root / "src.git"
+        if not repo.exists():
+            log(f"cloning {source} into {repo}")
+            subprocess.run(["git", "clone", "-q", "--mirror", source, str(repo)], check=True)
+    git = _git(repo)
+    for folder, branch in BRANCHES.items():
+        target = root / folder
+        if (target / "lib_lightgbm.so").exists():
+            log(f"{target}: already built ({branch})")
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.Popen([*git, "archive", _branch_ref(git, branch)], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(target)], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise SystemExit(f"git archive of {branch} failed")
+        build = target / "build"
+        build.mkdir(exist_ok=True)
+        log(f"building {branch} in {build} (cmake, make -j{jobs} _lightgbm; a few minutes)")
+        with open(build / "build.log", "w") as out:
+            for cmd in (["cmake", "-DUSE_GPU=OFF", ".."], ["make", f"-j{jobs}", "_lightgbm"]):
+                if subprocess.run(cmd, cwd=build, stdout=out, stderr=subprocess.STDOUT).returncode:
+                    raise SystemExit(f"{' '.join(cmd)} failed for {branch}: see {build / 'build.log'}")
+        if not (target / "lib_lightgbm.so").exists():
+            raise SystemExit(f"{branch} built no lib_lightgbm.so: see {build / 'build.log'}")
+    python = root / "venv" / "bin" / "python"
+    if not python.exists():
+        log(f"creating the side venv {root / 'venv'} ({', '.join(VENV_REQUIREMENTS)})")
+        subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *VENV_REQUIREMENTS], check=True)
+    for folder in BRANCHES:
+        env = {"PYTHONPATH": str(root / folder / "python-package"), "PATH": "/usr/bin:/bin"}
+        subprocess.run([str(python), "-c", "import lightgbm"], env=env, check=True)
+    log(f"the original is built under {root}")
 
 
 def not_dp_reason(setting: str, task: str) -> str:
@@ -241,7 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-dir", type=Path, default=Path("results"))
     ap.add_argument("--mirror", default=None, help="dataset mirror (else DPEXP_DATA_MIRROR)")
     ap.add_argument("--force", action="store_true", help="recompute cached cells")
+    ap.add_argument("--build", metavar="REPO", help="first build the original into --original "
+                    f"from REPO: a clone, a bare mirror or a URL (e.g. {OFFICIAL_URL})")
+    ap.add_argument("--build-jobs", type=int, default=2, help="make -j for --build")
     args = ap.parse_args(argv)
+    if args.build:
+        build_original(args.build, args.original, args.build_jobs)
 
     from dpexp.experiments import cache
     from dpexp.experiments.spec import resolve
@@ -253,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     spec = resolve(args.experiment).at_scale(args.scale)
     if not any(a.name == "dpboost" for a in spec.algorithms):
         ap.error(f"{spec.id} has no dpboost column to stand beside")
+    known = {name for d in spec.datasets for name in (d.name, d.key)}
+    unknown = sorted(set(args.dataset or ()) - known)
+    if unknown:
+        ap.error(f"{spec.id} has no dataset {', '.join(unknown)} (it has {', '.join(sorted(known))})")
     epsilons = [float(e) for e in args.epsilons.split(",")] if args.epsilons else None
     cells = list(peer_cells(spec, args.scale, args.dataset, args.setting or ["paper"],
                             epsilons, args.seed))

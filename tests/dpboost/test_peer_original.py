@@ -92,3 +92,41 @@ def test_runs_on_dpexp_folds_and_writes_cells_render_shows(peer, tmp_path, monke
         fork = p["cell"]["params"]["fork"]
         assert "total_budget" not in fork  # the budget is the cell's epsilon
         assert fork["learning_rate"] == (0.01 if p["cell"]["params"]["setting"] == "paper" else 0.1)
+
+
+@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in ("git", "cmake", "make", "tar")),
+                    reason="needs git, cmake, make and tar")
+def test_build_exports_both_branches_and_builds_them(peer, tmp_path):
+    """``--build`` from a bare mirror: each branch exported and built with CMake into its
+    folder (a stand-in repository whose ``_lightgbm`` target writes the library), the
+    venv checked to import each branch's package; a second build keeps what exists."""
+    import subprocess
+
+    work = tmp_path / "work"
+    work.mkdir()
+    git = ["git", "-C", str(work), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", "-b", "master", str(work)], check=True)
+    for branch in ("master", "binary-classification"):
+        if branch != "master":
+            subprocess.run([*git, "checkout", "-q", "-b", branch], check=True)
+        (work / "python-package" / "lightgbm").mkdir(parents=True, exist_ok=True)
+        (work / "python-package" / "lightgbm" / "__init__.py").write_text(f"BRANCH = {branch!r}\n")
+        (work / "CMakeLists.txt").write_text(
+            "cmake_minimum_required(VERSION 3.5)\nproject(stand_in NONE)\n"
+            "add_custom_target(_lightgbm COMMAND ${CMAKE_COMMAND} -E touch "
+            "${CMAKE_SOURCE_DIR}/lib_lightgbm.so)\n")
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", branch], check=True)
+    mirror = tmp_path / "mirror.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(work), str(mirror)], check=True)
+    root = tmp_path / "root"
+    (root / "venv" / "bin").mkdir(parents=True)
+    (root / "venv" / "bin" / "python").symlink_to(sys.executable)
+    said: list[str] = []
+    peer.build_original(str(mirror), root, jobs=1, log=said.append)
+    assert (root / "bin" / "lib_lightgbm.so").exists() and (root / "reg" / "lib_lightgbm.so").exists()
+    assert "binary-classification" in (root / "bin" / "python-package" / "lightgbm" / "__init__.py").read_text()
+    assert "master" in (root / "reg" / "python-package" / "lightgbm" / "__init__.py").read_text()
+    said.clear()
+    peer.build_original(str(mirror), root, jobs=1, log=said.append)
+    assert sum("already built" in s for s in said) == 2
