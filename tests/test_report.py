@@ -81,6 +81,40 @@ def test_claims_are_checked_both_ways():
     assert check_claim({**claim, "better": "NP"}, agg, tasks).status == "no data"
 
 
+def test_margin_close_and_spread_claims():
+    """``margin`` asks for a difference beyond it; ``close`` compares with a reference
+    (a non-private one at every epsilon) in a share of the cases; ``spread`` bounds the
+    replicate std per task; ``note`` rides along with any verdict."""
+    inf = math.inf
+    rows = [("adult", "DPBoost", 1.0, "error", math.nan, 0.20, 0.001),
+            ("adult", "DPBoost", 10.0, "error", math.nan, 0.17, 0.030),
+            ("adult", "PARA", 1.0, "error", math.nan, 0.32, 0.05),
+            ("adult", "NP", inf, "error", math.nan, 0.16, 0.002),
+            ("abalone", "DPBoost", 1.0, "rmse", math.nan, 4.3, 0.05),
+            ("abalone", "DPBoost", 10.0, "rmse", math.nan, 4.1, 0.5),
+            ("abalone", "NP", inf, "rmse", math.nan, 4.0, 0.05)]
+    agg = pd.DataFrame(rows, columns=["dataset", "series", "epsilon", "metric", "step", "mean", "std"])
+    tasks = {"adult": "classification", "abalone": "regression"}
+    better = {"text": "10% lower", "better": "DPBoost", "than": ["PARA"], "metric": "error",
+              "epsilon": 1, "margin": 0.10, "note": "only in form"}
+    result = check_claim(better, agg, tasks)
+    assert result.status == "pass" and result.detail.endswith("Note: only in form")
+    assert check_claim({**better, "margin": 0.15}, agg, tasks).status == "fail"
+    close = {"text": "close to NP", "close": "DPBoost", "to": "NP",
+             "metric": {"classification": "error", "regression": "rmse"}, "within": 0.10}
+    # adult: 0.20 vs 0.16 no, 0.17 vs 0.16 yes; abalone: 4.3 vs 4.0 yes, 4.1 yes -> 3 of 4
+    result = check_claim(close, agg, tasks)
+    assert result.status == "pass" and result.detail.startswith("3 of 4")
+    assert check_claim({**close, "share": 0.9}, agg, tasks).status == "fail"
+    spread = {"text": "variance near zero", "spread": "DPBoost",
+              "metric": {"classification": "error", "regression": "rmse"},
+              "max_std": {"classification": 0.01, "regression": 0.1}}
+    result = check_claim(spread, agg, tasks)  # adult eps 1 and abalone eps 1: 2 of 4
+    assert result.status == "pass" and result.detail.startswith("2 of 4")
+    assert check_claim({**spread, "share": 0.75}, agg, tasks).status == "fail"
+    assert check_claim({**spread, "spread": "SEQ"}, agg, tasks).status == "no data"
+
+
 def test_wilcoxon_pairs_by_fold_repeat_and_epsilon():
     import numpy as np
 

@@ -244,14 +244,24 @@ def _check_claims(path: Path, claims: Any) -> None:
         if not isinstance(c, dict):
             raise _err(path, f"claims[{i}] must be text or a mapping.")
         _check_keys(path, f"claims[{i}]", c, CLAIM_KEYS)
-        needed = ("series", "metric", "trend", "over") if "trend" in c else ("better", "than", "metric")
+        needed = (("series", "metric", "trend", "over") if "trend" in c else
+                  ("close", "to", "metric", "within") if "close" in c else
+                  ("spread", "metric", "max_std") if "spread" in c else ("better", "than", "metric"))
         for key in needed:
             if key not in c:
                 raise _err(path, f"claims[{i}] needs key {key!r}.")
         if c.get("direction", "lower") not in ("lower", "higher"):
             raise _err(path, f"claims[{i}].direction must be 'lower' or 'higher'.")
-        if "explained" in c:
-            _explained_text(path, f"claims[{i}].explained", c["explained"])
+        for key in ("explained", "note"):
+            if key in c:
+                _explained_text(path, f"claims[{i}].{key}", c[key])
+        for key in ("margin", "within"):
+            if key in c:
+                _number(path, f"claims[{i}].{key}", c[key], minimum=0)
+        if "share" in c:
+            _number(path, f"claims[{i}].share", c["share"], minimum=0)
+            if float(c["share"]) > 1:
+                raise _err(path, f"claims[{i}].share must be at most 1.")
 
 
 def _epsilon_list(path: Path, where: str, values) -> list[float]:

@@ -21,9 +21,30 @@ or a trend of one series along an axis::
                                     # with the axis must have the trend's sign (mean over
                                     # datasets) | each (on every dataset)
 
-Either form may carry ``explained: <evidence>`` (the ablation or experiment and its numbers
-that account for a failure); it is returned as :attr:`ClaimResult.explanation` and applies
-only when the claim fails.
+A ``better`` claim may ask for a ``margin`` (the mean difference must exceed it, in the
+metric's units: "10% lower test errors" is ``margin: 0.10`` on the error).
+
+Closeness of one series to another, in a share of the (dataset, epsilon) cases::
+
+    - text: "DPBoost and NP are quite close in many cases"
+      close: DPBoost
+      to: NP                        # a non-private reference is taken at every epsilon
+      metric: {classification: error, regression: rmse}
+      within: 0.10                  # relative: |a - b| <= within * |b|
+      share: 0.5                    # of the cases (default 0.5: "in many cases")
+
+and the spread of one series over its replicates (the std of the folds and repeats)::
+
+    - text: "The variance of DPBoost is usually close to zero"
+      spread: DPBoost
+      metric: {classification: error, regression: rmse}
+      max_std: {classification: 0.01, regression: 0.1}   # or one number
+      share: 0.5                    # of the (dataset, epsilon) cases ("usually")
+
+Every form may carry ``explained: <evidence>`` (the ablation or experiment and its numbers
+that account for a failure; returned as :attr:`ClaimResult.explanation`, it applies only
+when the claim fails) and ``note: <context>`` (shown with the verdict whatever it is, e.g.
+why a claim that holds in form says little).
 """
 
 from __future__ import annotations
@@ -34,7 +55,8 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets",
-              "series", "trend", "over", "explained"}
+              "series", "trend", "over", "explained", "margin", "close", "to", "within", "share",
+              "spread", "max_std", "note"}
 
 
 @dataclass
@@ -99,21 +121,97 @@ def check_claim(claim, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
     """One claim's result, with the spec's ``explained:`` text attached (see ClaimResult)."""
     if isinstance(claim, str):
         return ClaimResult(claim, "not checked", "plain-text claim")
-    result = check_trend(claim, agg, tasks) if "trend" in claim else _check_better(claim, agg, tasks)
+    check = (check_trend if "trend" in claim else _check_close if "close" in claim
+             else _check_spread if "spread" in claim else _check_better)
+    result = check(claim, agg, tasks)
+    if claim.get("note") and result.status in ("pass", "fail"):
+        result = replace(result, detail=f"{result.detail}. Note: {claim['note']}")
     return replace(result, explanation=str(claim.get("explained") or ""))
 
 
-def _check_better(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
-    """A ``better``/``than`` claim (see the module docstring)."""
-    text = claim.get("text", str(claim))
+def _selected(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> pd.DataFrame:
+    """The claim's metric rows (final step only), restricted to its datasets and epsilon
+    (non-private rows are kept at any epsilon: they stand beside every budget)."""
     sub = _metric_rows(agg, claim["metric"], tasks)
     sub = sub[sub["step"].isna()] if "step" in sub else sub
     if "datasets" in claim:
         sub = sub[sub["dataset"].isin(claim["datasets"])]
     if "epsilon" in claim:
-        eps = float(claim["epsilon"])
         finite = sub["epsilon"].astype(float)
-        sub = sub[(finite == eps) | finite.map(math.isinf)]
+        sub = sub[(finite == float(claim["epsilon"])) | finite.map(math.isinf)]
+    return sub
+
+
+def _per_task(value, task: str):
+    return value.get(task) if isinstance(value, dict) else value
+
+
+def _share_verdict(text: str, hits: int, cases: int, share: float, what: str,
+                   examples: list[str]) -> ClaimResult:
+    ok = hits >= share * cases
+    detail = (f"{hits} of {cases} (dataset, epsilon) cases {what} (needed: {share:.0%}; "
+              f"{'holds' if ok else 'does not hold'}): " + "; ".join(examples))
+    return ClaimResult(text, "pass" if ok else "fail", detail)
+
+
+def _check_close(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
+    """A ``close``/``to`` claim: |a - b| <= within * |b| in at least ``share`` of the cases."""
+    text = claim.get("text", str(claim))
+    sub = _selected(claim, agg, tasks)
+    a = sub[sub["series"] == claim["close"]]
+    b = sub[sub["series"] == claim["to"]]
+    if a.empty or b.empty:
+        return ClaimResult(text, "no data", f"no results for {claim['close']!r} or {claim['to']!r}")
+    ref = b.groupby("dataset")["mean"].mean() if b["epsilon"].astype(float).map(math.isinf).all() else None
+    within = float(claim["within"])
+    hits, cases, examples = 0, 0, []
+    for (ds, eps), part in a.groupby(["dataset", "epsilon"]):
+        if ref is not None:
+            target = ref.get(ds)
+        else:
+            match = b[(b["dataset"] == ds) & (b["epsilon"] == eps)]
+            target = match["mean"].mean() if not match.empty else None
+        if target is None or pd.isna(target):
+            continue
+        value = float(part["mean"].mean())
+        close = abs(value - target) <= within * abs(target)
+        hits += close
+        cases += 1
+        examples.append(f"{ds} eps {float(eps):g}: {value:.4g} vs {float(target):.4g}{'' if close else ' (not close)'}")
+    if not cases:
+        return ClaimResult(text, "no data", f"no common datasets of {claim['close']!r} and {claim['to']!r}")
+    return _share_verdict(text, hits, cases, float(claim.get("share", 0.5)),
+                          f"within {within:.0%} of {claim['to']}", examples)
+
+
+def _check_spread(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
+    """A ``spread`` claim: replicate std <= max_std in at least ``share`` of the cases."""
+    text = claim.get("text", str(claim))
+    sub = _selected(claim, agg, tasks)
+    a = sub[sub["series"] == claim["spread"]]
+    if a.empty:
+        return ClaimResult(text, "no data", f"no results for {claim['spread']!r}")
+    hits, cases, examples = 0, 0, []
+    for (ds, eps), part in a.groupby(["dataset", "epsilon"]):
+        limit = _per_task(claim["max_std"], tasks.get(ds, ""))
+        if limit is None:
+            continue
+        std = float(part["std"].mean())
+        small = std <= float(limit)
+        hits += small
+        cases += 1
+        examples.append(f"{ds} eps {float(eps):g}: std {std:.3g}{'' if small else f' (> {float(limit):g})'}")
+    if not cases:
+        return ClaimResult(text, "no data", "no dataset with a max_std for its task")
+    return _share_verdict(text, hits, cases, float(claim.get("share", 0.5)),
+                          "with a std at most max_std", examples)
+
+
+def _check_better(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
+    """A ``better``/``than`` claim (see the module docstring)."""
+    text = claim.get("text", str(claim))
+    sub = _selected(claim, agg, tasks)
+    margin = float(claim.get("margin", 0.0))
     lower = claim.get("direction", "lower") == "lower"
     mode = claim.get("mode", "mean")
     a = sub[sub["series"] == claim["better"]].groupby("dataset")["mean"].mean()
@@ -126,11 +224,12 @@ def _check_better(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> Clai
         if common.empty:
             return ClaimResult(text, "no data", f"no results for {other!r} on the same datasets")
         diff = (a[common] - b[common]) if lower else (b[common] - a[common])
-        holds = bool((diff < 0).all()) if mode == "each" else bool(diff.mean() < 0)
+        holds = bool((diff < -margin).all()) if mode == "each" else bool(diff.mean() < -margin)
         ok &= holds
+        by = f", by more than {margin:g}" if margin else ""
         details.append(
             f"{claim['better']} {a[common].mean():.4g} vs {other} {b[common].mean():.4g} "
-            f"(mean over {len(common)} dataset(s); {'holds' if holds else 'does not hold'})"
+            f"(mean over {len(common)} dataset(s){by}; {'holds' if holds else 'does not hold'})"
         )
     return ClaimResult(text, "pass" if ok else "fail", "; ".join(details))
 
