@@ -115,6 +115,24 @@ def test_margin_close_and_spread_claims():
     assert check_claim({**spread, "spread": "SEQ"}, agg, tasks).status == "no data"
 
 
+def test_staged_claims_read_the_curve():
+    """``over: step`` with ``after`` reads a staged curve's tail; ``at_step: last`` its end."""
+    rows = [("adult", lab, lab, "p", 5.0, "staged_error", float(step), err)
+            for lab, curve in (("DPBoost", (0.30, 0.25, 0.24, 0.23)), ("PARA", (0.20, 0.21, 0.21, 0.22)))
+            for step, err in zip((1, 10, 20, 30), curve, strict=True)]
+    agg = pd.DataFrame(rows, columns=["dataset", "series", "label", "params", "epsilon", "metric", "step", "mean"])
+    tasks = {"adult": "classification"}
+    trend = {"text": "keeps falling", "series": "DPBoost", "metric": "staged_error",
+             "trend": "decreasing", "over": "step", "after": 10}
+    result = check_claim(trend, agg, tasks)
+    assert result.status == "pass" and "0.25 at 10 to 0.23 at 30" in result.detail
+    assert check_claim({**trend, "series": "PARA"}, agg, tasks).status == "fail"
+    last = {"text": "ends lower", "better": "DPBoost", "than": ["PARA"], "metric": "staged_error",
+            "at_step": "last"}
+    assert check_claim(last, agg, tasks).status == "fail"  # 0.23 vs 0.22 at step 30
+    assert check_claim({**last, "better": "PARA", "than": ["DPBoost"]}, agg, tasks).status == "pass"
+
+
 def test_wilcoxon_pairs_by_fold_repeat_and_epsilon():
     import numpy as np
 

@@ -258,6 +258,8 @@ def _check_claims(path: Path, claims: Any) -> None:
         for key in ("margin", "within"):
             if key in c:
                 _number(path, f"claims[{i}].{key}", c[key], minimum=0)
+        if c.get("at_step", "last") != "last":
+            raise _err(path, f"claims[{i}].at_step must be 'last'.")
         if "share" in c:
             _number(path, f"claims[{i}].share", c["share"], minimum=0)
             if float(c["share"]) > 1:

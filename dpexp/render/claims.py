@@ -16,12 +16,14 @@ or a trend of one series along an axis::
       series: InPrivate
       metric: {classification: accuracy, regression: mae}
       trend: {classification: increasing, regression: decreasing}   # or one word
-      over: param:n_participants    # or epsilon
+      over: param:n_participants    # or epsilon, or step (a staged curve; ``after: N``
+                                    # keeps its steps >= N: "keeps improving")
       mode: mean                    # the Spearman correlation of the per-dataset means
                                     # with the axis must have the trend's sign (mean over
                                     # datasets) | each (on every dataset)
 
-A ``better`` claim may ask for a ``margin`` (the mean difference must exceed it, in the
+On staged curves (metrics per tree count) ``at_step: last`` compares the curves' end
+points. A ``better`` claim may ask for a ``margin`` (the mean difference must exceed it, in the
 metric's units: "10% lower test errors" is ``margin: 0.10`` on the error).
 
 Closeness of one series to another, in a share of the (dataset, epsilon) cases::
@@ -56,7 +58,7 @@ import pandas as pd
 
 CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets",
               "series", "trend", "over", "explained", "margin", "close", "to", "within", "share",
-              "spread", "max_std", "note"}
+              "spread", "max_std", "note", "after", "at_step"}
 
 
 @dataclass
@@ -84,11 +86,13 @@ def _metric_rows(agg: pd.DataFrame, metric, tasks: dict[str, str]) -> pd.DataFra
 def _axis(sub: pd.DataFrame, over: str) -> pd.Series:
     from dpexp.render.frame import param_values
 
+    if over == "step":
+        return sub["step"].astype(float)
     if over == "epsilon":
         return sub["epsilon"].astype(float)
     if over.startswith("param:"):
         return param_values(sub, over[6:]).astype(float)
-    raise ValueError(f"claim 'over' must be epsilon or param:NAME, got {over!r}")
+    raise ValueError(f"claim 'over' must be epsilon, step or param:NAME, got {over!r}")
 
 
 def check_trend(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
@@ -96,7 +100,13 @@ def check_trend(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimR
 
     text = claim.get("text", str(claim))
     sub = _metric_rows(agg, claim["metric"], tasks)
-    sub = sub[(sub["label"] == claim["series"]) & sub["step"].isna()]
+    if claim["over"] == "step":  # a staged curve: its points from step ``after`` on
+        sub = sub[(sub["label"] == claim["series"]) & sub["step"].notna()]
+        sub = sub[sub["step"].astype(float) >= float(claim.get("after", 0))]
+    else:
+        sub = sub[(sub["label"] == claim["series"]) & sub["step"].isna()]
+    if "epsilon" in claim:
+        sub = sub[sub["epsilon"].astype(float) == float(claim["epsilon"])]
     sub = sub[sub["epsilon"].astype(float).map(math.isfinite)] if claim["over"] == "epsilon" else sub
     if sub.empty:
         return ClaimResult(text, "no data", f"no results for {claim['series']!r}")
@@ -110,7 +120,9 @@ def check_trend(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimR
         rho = float(spearmanr(x, part["mean"]).statistic)
         rho = rho if want == "increasing" else -rho
         rhos.append(rho)
-        details.append(f"{ds}: {'holds' if rho > 0 else 'does not hold'} (rank corr. {rho:+.2f})")
+        means = part["mean"].groupby(x.to_numpy()).mean().sort_index()
+        details.append(f"{ds}: {'holds' if rho > 0 else 'does not hold'} (rank corr. {rho:+.2f}; "
+                       f"{means.iloc[0]:.4g} at {means.index[0]:g} to {means.iloc[-1]:.4g} at {means.index[-1]:g})")
     if not rhos:
         return ClaimResult(text, "no data", f"fewer than 2 values of {claim['over']}")
     ok = all(r > 0 for r in rhos) if claim.get("mode", "mean") == "each" else sum(rhos) / len(rhos) > 0
@@ -133,7 +145,11 @@ def _selected(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> pd.DataF
     """The claim's metric rows (final step only), restricted to its datasets and epsilon
     (non-private rows are kept at any epsilon: they stand beside every budget)."""
     sub = _metric_rows(agg, claim["metric"], tasks)
-    sub = sub[sub["step"].isna()] if "step" in sub else sub
+    if claim.get("at_step") == "last" and "step" in sub:  # a staged curve's end point
+        sub = sub[sub["step"].notna()]
+        sub = sub[sub["step"] == sub.groupby(["dataset", "series"])["step"].transform("max")]
+    elif "step" in sub:
+        sub = sub[sub["step"].isna()]
     if "datasets" in claim:
         sub = sub[sub["dataset"].isin(claim["datasets"])]
     if "epsilon" in claim:
