@@ -439,10 +439,16 @@ class BinMapper:
     @cached_property
     def _grids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(grid features, their origins, their inverse steps): the features whose
-        thresholds lie on an evenly spaced grid (``domain_thresholds``, categorical codes).
+        thresholds lie on an evenly spaced grid (``domain_thresholds``, categorical codes)
+        or that have one threshold.
         Their codes come from :func:`_grid_codes`, the others' from a binary search."""
         features, origins, inverse_steps = [], [], []
         for f, thr in enumerate(self.thresholds):
+            if len(thr) == 1:  # binary features: the guess 0, then at most one step
+                features.append(f)
+                origins.append(thr[0])
+                inverse_steps.append(0.0)
+                continue
             if len(thr) < 2:
                 continue
             step = (thr[-1] - thr[0]) / (len(thr) - 1)
