@@ -104,7 +104,7 @@ def test_margin_close_and_spread_claims():
              "metric": {"classification": "error", "regression": "rmse"}, "within": 0.10}
     # adult: 0.20 vs 0.16 no, 0.17 vs 0.16 yes; abalone: 4.3 vs 4.0 yes, 4.1 yes -> 3 of 4
     result = check_claim(close, agg, tasks)
-    assert result.status == "pass" and result.detail.startswith("3 of 4")
+    assert result.status == "pass" and result.detail.startswith("3 of 4 cases")
     assert check_claim({**close, "share": 0.9}, agg, tasks).status == "fail"
     spread = {"text": "variance near zero", "spread": "DPBoost",
               "metric": {"classification": "error", "regression": "rmse"},
@@ -113,6 +113,13 @@ def test_margin_close_and_spread_claims():
     assert result.status == "pass" and result.detail.startswith("2 of 4")
     assert check_claim({**spread, "share": 0.75}, agg, tasks).status == "fail"
     assert check_claim({**spread, "spread": "SEQ"}, agg, tasks).status == "no data"
+    # ``by``: cases per value of an axis, each matched with the reference at that value
+    by_n = pd.DataFrame([("a", lab, 1.0 if lab == "DP" else math.inf, "accuracy", math.nan, acc, 0.0, n)
+                         for n, dp, np_ in ((1, 0.70, 0.80), (4, 0.79, 0.80)) for lab, acc in (("DP", dp), ("NP", np_))],
+                        columns=["dataset", "series", "epsilon", "metric", "step", "mean", "std", "p_n"])
+    result = check_claim({"text": "slight", "close": "DP", "to": "NP", "metric": "accuracy", "within": 0.05,
+                          "by": "param:n", "share": 1.0}, by_n, {"a": "classification"})
+    assert result.status == "fail" and result.detail.startswith("1 of 2 cases") and "n 4: 0.79 vs 0.8" in result.detail
 
 
 def test_staged_claims_read_the_curve():

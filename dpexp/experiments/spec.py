@@ -258,6 +258,10 @@ def _check_claims(path: Path, claims: Any) -> None:
         for key in ("margin", "within"):
             if key in c:
                 _number(path, f"claims[{i}].{key}", c[key], minimum=0)
+        for key in ("by", "over"):
+            axis = c.get(key, "epsilon")
+            if not (axis in ("epsilon", "step") or (isinstance(axis, str) and axis.startswith("param:"))):
+                raise _err(path, f"claims[{i}].{key} must be epsilon, step or param:NAME, got {axis!r}.")
         if c.get("at_step", "last") != "last":
             raise _err(path, f"claims[{i}].at_step must be 'last'.")
         if "share" in c:

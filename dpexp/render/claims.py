@@ -34,6 +34,7 @@ Closeness of one series to another, in a share of the (dataset, epsilon) cases::
       metric: {classification: error, regression: rmse}
       within: 0.10                  # relative: |a - b| <= within * |b|
       share: 0.5                    # of the cases (default 0.5: "in many cases")
+      by: param:n_participants      # optional: cases also per value of this axis
 
 and the spread of one series over its replicates (the std of the folds and repeats)::
 
@@ -58,7 +59,7 @@ import pandas as pd
 
 CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets",
               "series", "trend", "over", "explained", "margin", "close", "to", "within", "share",
-              "spread", "max_std", "note", "after", "at_step"}
+              "spread", "max_std", "note", "after", "at_step", "by"}
 
 
 @dataclass
@@ -165,7 +166,7 @@ def _per_task(value, task: str):
 def _share_verdict(text: str, hits: int, cases: int, share: float, what: str,
                    examples: list[str]) -> ClaimResult:
     ok = hits >= share * cases
-    detail = (f"{hits} of {cases} (dataset, epsilon) cases {what} (needed: {share:.0%}; "
+    detail = (f"{hits} of {cases} cases {what} (needed: {share:.0%}; "
               f"{'holds' if ok else 'does not hold'}): " + "; ".join(examples))
     return ClaimResult(text, "pass" if ok else "fail", detail)
 
@@ -178,22 +179,22 @@ def _check_close(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> Claim
     b = sub[sub["series"] == claim["to"]]
     if a.empty or b.empty:
         return ClaimResult(text, "no data", f"no results for {claim['close']!r} or {claim['to']!r}")
-    ref = b.groupby("dataset")["mean"].mean() if b["epsilon"].astype(float).map(math.isinf).all() else None
+    by = claim.get("by")
+    a, b = a.assign(_by=_axis(a, by) if by else 0.0), b.assign(_by=_axis(b, by) if by else 0.0)
+    public_ref = bool(b["epsilon"].astype(float).map(math.isinf).all())
     within = float(claim["within"])
     hits, cases, examples = 0, 0, []
-    for (ds, eps), part in a.groupby(["dataset", "epsilon"]):
-        if ref is not None:
-            target = ref.get(ds)
-        else:
-            match = b[(b["dataset"] == ds) & (b["epsilon"] == eps)]
-            target = match["mean"].mean() if not match.empty else None
-        if target is None or pd.isna(target):
+    for (ds, eps, at), part in a.groupby(["dataset", "epsilon", "_by"]):
+        match = b[(b["dataset"] == ds) & (b["_by"] == at) & (public_ref | (b["epsilon"] == eps))]
+        if match.empty or pd.isna(match["mean"].mean()):
             continue
+        target = float(match["mean"].mean())
         value = float(part["mean"].mean())
         close = abs(value - target) <= within * abs(target)
         hits += close
         cases += 1
-        examples.append(f"{ds} eps {float(eps):g}: {value:.4g} vs {float(target):.4g}{'' if close else ' (not close)'}")
+        where = f"{ds} eps {float(eps):g}" + (f" {by.removeprefix('param:')} {at:g}" if by else "")
+        examples.append(f"{where}: {value:.4g} vs {target:.4g}{'' if close else ' (not close)'}")
     if not cases:
         return ClaimResult(text, "no data", f"no common datasets of {claim['close']!r} and {claim['to']!r}")
     return _share_verdict(text, hits, cases, float(claim.get("share", 0.5)),
