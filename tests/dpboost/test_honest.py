@@ -241,7 +241,7 @@ def _target(name: str, broken: bool = False):
 
 def test_audit_targets_cover_dpboost_honest():
     names = {t.name for t in dpboost_audit.AUDIT_TARGETS if t.algorithm == "dpboost_honest"}
-    assert {"dpboost_honest_canary", "dpboost_honest_canary_score",
+    assert {"dpboost_honest_canary", "dpboost_honest_canary_score", "dpboost_honest_ensembles_score",
             "dpboost_honest_regressor_canary"} <= names
 
 

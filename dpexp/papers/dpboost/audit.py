@@ -23,7 +23,7 @@ Neighbours (add/remove one record, docs/PRIVACY.md):
 * ``para_n_vs_n_plus_1``: ``n`` vs ``n + 1`` records: PARA's shares (1/2, 1/4, ...) and the
   record-stable partition must not move any other record when one is added.
 * ``dpboost_honest_canary`` / ``dpboost_honest_canary_score`` /
-  ``dpboost_honest_regressor_canary``: DPBoost (clipped) (:mod:`dpexp.papers.dpboost.honest`;
+  ``dpboost_honest_ensembles_score`` / ``dpboost_honest_regressor_canary``: DPBoost (clipped) (:mod:`dpexp.papers.dpboost.honest`;
   the noisy initial score, clipped gradients, noisy leaf sums and counts) with a canary
   at the edge of the public feature domain (x = 1) that is the only record of class 1 --
   it moves the class counts of the initial score, the largest gradient of its leaf and
@@ -235,12 +235,12 @@ def _regressor(mode: str, label_domain: tuple[float, float] | None
     return make
 
 
-def _honest(classes: Sequence[Any] | None = CLASSES
+def _honest(classes: Sequence[Any] | None = CLASSES, n_trees: int = _TREES["n_trees"]
             ) -> Callable[[np.random.Generator], HonestDPBoostClassifier]:
     def make(noise: np.random.Generator) -> HonestDPBoostClassifier:
         return HonestDPBoostClassifier(trees_per_ensemble=2, classes=classes,
                                        random_state=STRUCTURE_SEED, noise_rng=noise,
-                                       **_TREES, **_META)
+                                       **{**_TREES, "n_trees": n_trees}, **_META)
 
     return make
 
@@ -303,6 +303,15 @@ AUDIT_TARGETS: list[AuditTarget] = [
         score_release(_honest(), CANARY_POINT), CANARY,
         "DPBoost (clipped) classifier as dpboost_honest_canary; release = the real-valued "
         "score (initial log-odds + leaves) at the canary's point x = 1",
+        output="real",
+    ),
+    _target(
+        "dpboost_honest_ensembles_score", "dpboost_honest",
+        score_release(_honest(n_trees=4), CANARY_POINT), CANARY,
+        "DPBoost (clipped) classifier in 2 ensembles of 2 trees (the classifier's default "
+        "splits its 50 trees into 5 ensembles: epsilon_0 + 2 epsilon_t, sequential between "
+        "ensembles), depth 1, declared classes; release = the real-valued score at the "
+        "canary's point x = 1",
         output="real",
     ),
     _target(
