@@ -497,6 +497,20 @@ class BinMapper:
         )
 
 
+def take_codes(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``codes[rows]`` in column-major order (the layout :meth:`BinMapper.transform` makes)."""
+    out = np.empty((rows.size, codes.shape[1]), dtype=np.uint8, order="F")
+    _take_columns(codes, rows, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _take_columns(codes, rows, out):  # pragma: no cover
+    for f in range(codes.shape[1]):  # a column-major table is read one column at a time
+        for i in range(rows.shape[0]):
+            out[i, f] = codes[rows[i], f]
+
+
 @njit(cache=True, nogil=True)
 def _grid_codes(block, table, n_thresholds, features, origins, inverse_steps, out):  # pragma: no cover
     """``out[i, f] = searchsorted(thresholds[f], block[i, f], side="left")`` (NaN: 0) for

@@ -267,3 +267,40 @@ def test_row_stores_agree_bit_for_bit(unit_last):
     np.testing.assert_array_equal(rows, given)  # the caller's rows were never written
     expect = HG.reference_histograms(data.codes, stats, results[0][1], c_starts, c_ends, 16)
     np.testing.assert_allclose(results[0][2], expect, atol=1e-9)
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_compact_rows_give_the_same_tree_segments_and_scores(monkeypatch, depth):
+    """A small share of a large table grows on a compact copy of its rows: the same tree,
+    leaf segments in row ids, and fused scores bit for bit (``scores=`` and without).
+    Tables with sparse features are not compacted (their default bins are the table's)."""
+    rng = np.random.default_rng(10 + depth)
+    X = rng.normal(size=(4000, 6))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + rng.normal(size=4000) > 0, 1.0, -1.0)
+    m = fit_bin_mapper(X, feature_domain=np.tile([-4.0, 4.0], (6, 1)), max_bins=64)
+    data = m.transform(X)
+    rows = rng.choice(4000, 400, replace=False)  # unsorted, 1/10 of the table
+    stats = np.column_stack([-y + 0.3 * np.sin(np.arange(y.size)), np.ones_like(y)])
+    kw = dict(max_depth=depth, split_policy=GreedySplit(0.1, min_samples_leaf=10),
+              leaf_policy=NewtonLeaf(0.1), unit_last=True)
+    before = rng.normal(size=4000)
+    out = {}
+    for compact in (False, True):
+        monkeypatch.setattr(G, "COMPACT_MIN_BYTES", 0 if compact else 1 << 62)
+        assert G.worth_compacting(data, rows) == compact
+        plain = G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(0), **kw)
+        scored = before.copy()
+        G.grow_tree(data, stats, rows, m, rng=np.random.default_rng(0), scores=scored,
+                    score_scale=0.05, **kw)
+        segment_scores = before.copy()
+        plain.add_to_scores(segment_scores, 0.05, grown_rows_only=True)
+        out[compact] = (plain, scored, segment_scores)
+    (a, a_scored, a_seg), (b, b_scored, b_seg) = out[False], out[True]
+    for field in ("feature", "threshold", "child_start", "value"):
+        np.testing.assert_array_equal(getattr(a.tree, field), getattr(b.tree, field))
+    np.testing.assert_array_equal(a.order, b.order)
+    np.testing.assert_array_equal(a_scored, b_scored)
+    np.testing.assert_array_equal(a_seg, b_seg)
+    assert not np.array_equal(b_scored, before)
+    monkeypatch.setattr(G, "COMPACT_MIN_BYTES", 0)
+    assert not G.worth_compacting(_mixed_table(rng, 4000)[0], rows)
