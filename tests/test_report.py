@@ -112,6 +112,9 @@ def test_margin_close_and_spread_claims():
     result = check_claim(spread, agg, tasks)  # adult eps 1 and abalone eps 1: 2 of 4
     assert result.status == "pass" and result.detail.startswith("2 of 4")
     assert check_claim({**spread, "share": 0.75}, agg, tasks).status == "fail"
+    # "N%" of the mean: abalone's std 0.05 is within 2% of 4.3, its 0.5 is not 2% of 4.1
+    relative = check_claim({**spread, "max_std": {"classification": 0.01, "regression": "2%"}}, agg, tasks)
+    assert relative.detail.startswith("2 of 4") and "(> 0.082)" in relative.detail
     assert check_claim({**spread, "spread": "SEQ"}, agg, tasks).status == "no data"
     # ``by``: cases per value of an axis, each matched with the reference at that value
     by_n = pd.DataFrame([("a", lab, 1.0 if lab == "DP" else math.inf, "accuracy", math.nan, acc, 0.0, n)

@@ -41,7 +41,7 @@ and the spread of one series over its replicates (the std of the folds and repea
     - text: "The variance of DPBoost is usually close to zero"
       spread: DPBoost
       metric: {classification: error, regression: rmse}
-      max_std: {classification: 0.01, regression: 0.1}   # or one number
+      max_std: {classification: 0.01, regression: "2%"}  # or one number; "N%": of the mean
       share: 0.5                    # of the (dataset, epsilon) cases ("usually")
 
 Every form may carry ``explained: <evidence>`` (the ablation or experiment and its numbers
@@ -201,6 +201,14 @@ def _check_close(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> Claim
                           f"within {within:.0%} of {claim['to']}", examples)
 
 
+def _std_bound(limit, mean: float) -> float:
+    """``max_std``: a number in the metric's units, or ``"N%"`` of the mean's magnitude
+    (for metrics whose scale is the dataset's, such as RMSE)."""
+    if isinstance(limit, str) and limit.strip().endswith("%"):
+        return float(limit.strip()[:-1]) / 100.0 * abs(mean)
+    return float(limit)
+
+
 def _check_spread(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
     """A ``spread`` claim: replicate std <= max_std in at least ``share`` of the cases."""
     text = claim.get("text", str(claim))
@@ -213,11 +221,12 @@ def _check_spread(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> Clai
         limit = _per_task(claim["max_std"], tasks.get(ds, ""))
         if limit is None:
             continue
-        std = float(part["std"].mean())
-        small = std <= float(limit)
+        std, mean = float(part["std"].mean()), float(part["mean"].mean())
+        bound = _std_bound(limit, mean)
+        small = std <= bound
         hits += small
         cases += 1
-        examples.append(f"{ds} eps {float(eps):g}: std {std:.3g}{'' if small else f' (> {float(limit):g})'}")
+        examples.append(f"{ds} eps {float(eps):g}: std {std:.3g}{'' if small else f' (> {bound:.3g})'}")
     if not cases:
         return ClaimResult(text, "no data", "no dataset with a max_std for its task")
     return _share_verdict(text, hits, cases, float(claim.get("share", 0.5)),
