@@ -52,6 +52,8 @@ def test_every_shipped_spec_validates():
         ({"scales": {"huge": {}}}, "huge"),
         ({"datasets": []}, "datasets"),
         ({"colour": "red"}, "colour"),
+        ({"algorithms": [{"name": "breiman_rf", "params": {"max_depth": {"classification": 3}}}]},
+         "params.max_depth"),
     ],
 )
 def test_malformed_spec_names_the_bad_key(over, key):
@@ -93,6 +95,15 @@ def test_grid_and_cells():
     assert len(cells) == 12
     assert len({c.key for c in cells}) == 12
     assert all(c.epsilon == float("inf") for c in cells)
+
+
+def test_per_task_params_resolve_in_each_cell():
+    """``{classification: a, regression: b}`` is resolved per dataset, so a cell's params
+    (its key) name the value it ran with."""
+    s = spec(datasets=["adult", "abalone"],
+             algorithms=[{"name": "np_gbdt", "params": {"max_depth": {"classification": 3, "regression": 5}}}])
+    depth = {c.dataset.name: c.params["max_depth"] for c in expand(s, "paper")}
+    assert depth == {"adult": 3, "abalone": 5}
 
 
 def test_smoke_scale_overrides():

@@ -113,6 +113,26 @@ def grid_points(algo: AlgorithmRef) -> list[dict[str, Any]]:
     ]
 
 
+#: A parameter value given per task: ``{classification: 10, regression: 50}``.
+TASKS = ("classification", "regression")
+
+
+def is_per_task(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and set(value) <= set(TASKS)
+
+
+def for_task(params: dict[str, Any], task: str) -> dict[str, Any]:
+    """``params`` with every per-task value resolved for ``task`` (the cell's params, so
+    its key names the value it ran with)."""
+    return {k: v[task] if is_per_task(v) else v for k, v in params.items()}
+
+
+def _task(name: str) -> str:
+    from dpexp.datasets.registry import get_dataset_info
+
+    return get_dataset_info(name).task
+
+
 def uses_epsilon(algo: AlgorithmRef) -> bool:
     if algo.name is not None:
         from dpexp.registry import get_algorithm
@@ -141,9 +161,13 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
     cells = []
     for ds in spec.datasets:
         version = dataset_version(ds.name)
+        task = None
         for algo in spec.algorithms:
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
             for params in grid_points(algo):
+                if any(is_per_task(v) for v in params.values()):
+                    task = task or _task(ds.name)
+                    params = for_task(params, task)
                 for eps in eps_list:
                     for rep in range(spec.cv.repeats):
                         for fold in range(n_folds):

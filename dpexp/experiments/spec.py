@@ -320,6 +320,11 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         grid = a.get("grid") or {}
         if not isinstance(params, dict):
             raise _err(path, f"algorithms[{i}].params must be a mapping.")
+        for key, value in params.items():  # per task: {classification: a, regression: b}
+            if (isinstance(value, dict) and set(value) & {"classification", "regression"}
+                    and set(value) != {"classification", "regression"}):
+                raise _err(path, f"algorithms[{i}].params.{key}: a per-task value needs both "
+                                 f"'classification' and 'regression', got {sorted(value)}.")
         if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
             raise _err(path, f"algorithms[{i}].grid must map parameter names to non-empty lists.")
         label = a.get("label") or a.get("name") or a.get("procedure")
