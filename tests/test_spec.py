@@ -122,3 +122,19 @@ def test_smoke_scale_can_shrink_a_grid():
     sm = s.at_scale("smoke")
     assert sm.algorithms[0].grid == {"max_depth": [2, 4]}  # only keys it varies
     assert s.at_scale("paper").algorithms[0].grid == {"max_depth": [2, 4, 8, 16]}
+
+
+def test_a_per_task_series_is_stale_only_for_the_other_tasks_value():
+    """A cell of a per-task series is current only with its own task's value: a
+    classification cell run with the regression value is stale."""
+    from dpexp.experiments.cells import canonical_json
+    from dpexp.experiments.results import current_params, is_stale
+
+    s = spec(datasets=["adult", "abalone"],
+             algorithms=[{"name": "np_gbdt", "params": {"max_depth": {"classification": 3, "regression": 5}}}])
+    current = current_params(s)
+    label = s.algorithms[0].label
+    assert not is_stale(label, canonical_json({"max_depth": 3}), current, "classification")
+    assert is_stale(label, canonical_json({"max_depth": 5}), current, "classification")
+    assert not is_stale(label, canonical_json({"max_depth": 5}), current, "regression")
+    assert is_stale(label, canonical_json({"max_depth": 4}), current, "regression")

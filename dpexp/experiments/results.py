@@ -25,7 +25,15 @@ from typing import Any
 import pandas as pd
 
 from dpexp.experiments import cache
-from dpexp.experiments.cells import Cell, canonical_json, expand, grid_points
+from dpexp.experiments.cells import (
+    TASKS,
+    Cell,
+    canonical_json,
+    expand,
+    for_task,
+    grid_points,
+    is_per_task,
+)
 from dpexp.experiments.schema import (
     CELL_COLUMNS,
     METRIC,
@@ -210,16 +218,38 @@ def current_params(spec: ExperimentSpec) -> dict[str, set[str]]:
     every params point of its current grid."""
     out: dict[str, set[str]] = {}
     for algo in spec.algorithms:
-        out.setdefault(algo.label, set()).update(canonical_json(p) for p in grid_points(algo))
+        for p in grid_points(algo):  # a per-task value: "task:params" for each resolution
+            if any(is_per_task(v) for v in p.values()):
+                out.setdefault(algo.label, set()).update(
+                    f"{t}:{canonical_json(for_task(p, t))}" for t in TASKS)
+            else:
+                out.setdefault(algo.label, set()).add(canonical_json(p))
     return out
 
 
-def is_stale(label: Any, params_json: Any, current: dict[str, set[str]]) -> bool:
+def dataset_task(dataset: Any) -> str | None:
+    """The task of a dataset key (``name`` or ``name[params]``), None if unknown."""
+    from dpexp.datasets.registry import get_dataset_info
+
+    try:
+        return get_dataset_info(str(dataset).split("[")[0]).task
+    except Exception:  # noqa: BLE001 - an unknown dataset has no task to resolve against
+        return None
+
+
+def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
+             task: str | None = None) -> bool:
     """Whether a cached cell belongs to an earlier version of one of the spec's series: the
     label of a current series with parameters its grid no longer has (the spec's params or
     grid changed since). Other epsilons, datasets or seeds (override runs) are not stale,
     nor are cells under other labels (a peer's column written by ``bench/peers``)."""
-    return label in current and params_json not in current[label]
+    if label not in current:
+        return False
+    points = current[label]
+    if params_json in points:
+        return False
+    tasks = (task,) if task else TASKS  # a per-task series: the resolution for this task
+    return not any(f"{t}:{params_json}" in points for t in tasks)
 
 
 def cached_results(
@@ -249,7 +279,9 @@ def cached_results(
     if current_only:
         current = current_params(spec)
         payloads = [p for p in payloads if not is_stale(
-            p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current)]
+            p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
+            dataset_task((p["cell"].get("dataset") or {}).get("name")
+                         if isinstance(p["cell"].get("dataset"), dict) else p["cell"].get("dataset")))]
     kept = [p for p in payloads if filters.keeps(p["cell"])]
     rows = [r for p in kept for r in payload_rows(p)]
     if spec.cells_from:  # another experiment's cells: the metrics this artefact shows

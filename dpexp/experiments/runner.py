@@ -688,6 +688,7 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
     from dpexp.experiments.results import (
         cached_results,
         current_params,
+        dataset_task,
         is_stale,
         with_param_columns,
     )
@@ -698,8 +699,10 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
     if len(frame):
         at = spec.at_scale(scale) if (spec.raw.get("scales") or {}).get(scale) else spec
         current = current_params(at)
-        stale = [is_stale(label, params, current)
-                 for label, params in zip(frame["label"], frame["params"], strict=True)]
+        tasks = {d: dataset_task(d) for d in frame["dataset"].unique()}
+        stale = [is_stale(label, params, current, tasks[ds])
+                 for label, params, ds in zip(frame["label"], frame["params"], frame["dataset"],
+                                              strict=True)]
         frame = frame[~pd.Series(stale, index=frame.index)]
     return write_results_table(with_param_columns(frame), results_dir, spec.id, scale)
 
