@@ -127,10 +127,16 @@ def for_task(params: dict[str, Any], task: str) -> dict[str, Any]:
     return {k: v[task] if is_per_task(v) else v for k, v in params.items()}
 
 
-def _task(name: str) -> str:
+def dataset_task(dataset: Any) -> str | None:
+    """The task of a dataset: a name, a key (``name[params]``) or a cell's dataset record
+    (``{"name": ...}``); None if the registry does not know it."""
     from dpexp.datasets.registry import get_dataset_info
 
-    return get_dataset_info(name).task
+    name = dataset.get("name") if isinstance(dataset, dict) else dataset
+    try:
+        return get_dataset_info(str(name).split("[")[0]).task
+    except Exception:  # noqa: BLE001 - an unknown dataset has no task to resolve against
+        return None
 
 
 def uses_epsilon(algo: AlgorithmRef) -> bool:
@@ -166,7 +172,7 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
             for params in grid_points(algo):
                 if any(is_per_task(v) for v in params.values()):
-                    task = task or _task(ds.name)
+                    task = task or dataset_task(ds.name)
                     params = for_task(params, task)
                 for eps in eps_list:
                     for rep in range(spec.cv.repeats):

@@ -29,6 +29,7 @@ from dpexp.experiments.cells import (
     TASKS,
     Cell,
     canonical_json,
+    dataset_task,
     expand,
     for_task,
     grid_points,
@@ -227,16 +228,6 @@ def current_params(spec: ExperimentSpec) -> dict[str, set[str]]:
     return out
 
 
-def dataset_task(dataset: Any) -> str | None:
-    """The task of a dataset key (``name`` or ``name[params]``), None if unknown."""
-    from dpexp.datasets.registry import get_dataset_info
-
-    try:
-        return get_dataset_info(str(dataset).split("[")[0]).task
-    except Exception:  # noqa: BLE001 - an unknown dataset has no task to resolve against
-        return None
-
-
 def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
              task: str | None = None) -> bool:
     """Whether a cached cell belongs to an earlier version of one of the spec's series: the
@@ -280,8 +271,7 @@ def cached_results(
         current = current_params(spec)
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
-            dataset_task((p["cell"].get("dataset") or {}).get("name")
-                         if isinstance(p["cell"].get("dataset"), dict) else p["cell"].get("dataset")))]
+            dataset_task(p["cell"].get("dataset")))]
     kept = [p for p in payloads if filters.keeps(p["cell"])]
     rows = [r for p in kept for r in payload_rows(p)]
     if spec.cells_from:  # another experiment's cells: the metrics this artefact shows

@@ -685,10 +685,10 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
     (cache and committed table), without the cells of an earlier version of one of its
     series (same label, no longer in the spec's grid). For a spec showing another's cells
     (``cells_from``) that is the other experiment's table: the cells are its."""
+    from dpexp.experiments.cells import dataset_task
     from dpexp.experiments.results import (
         cached_results,
         current_params,
-        dataset_task,
         is_stale,
         with_param_columns,
     )
