@@ -6,7 +6,12 @@ import numpy as np
 
 from dpexp.experiments.metrics import Evaluation, f1_minority
 from dpexp.experiments.procedures import CellContext, get_procedure
-from dpexp.papers.fletcher.ablations import jpw_tree_counts, majority_vote, vote_shares
+from dpexp.papers.fletcher.ablations import (
+    jpw_tree_counts,
+    majority_vote,
+    tree_mean_distribution,
+    vote_shares,
+)
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
 
 
@@ -62,8 +67,9 @@ def test_procedure_scores_vote_and_sum_on_one_fit():
                       rng=np.random.default_rng(0), random_state=0,
                       X_train=X[:2500], y_train=y[:2500], X_test=X[2500:], y_test=y[2500:])
     out = get_procedure("fletcher_jpw_vote")(ctx)
-    assert set(out) == {"accuracy", "accuracy_summed", "f1_minority", "f1_minority_summed", "auc",
-                        "auc_summed", "depth"}
+    assert set(out) == {"accuracy", "accuracy_summed", "accuracy_tree_mean", "f1_minority",
+                        "f1_minority_summed", "f1_minority_tree_mean", "auc", "auc_summed",
+                        "auc_tree_mean", "depth"}
     assert out["depth"] == 3.0
     # With 2,500 records and epsilon = 1 the label feature's leaves dominate both rules.
     assert out["accuracy"] > 0.9
@@ -75,6 +81,14 @@ def test_vote_shares_are_the_trees_votes():
     shares = vote_shares(counts)
     np.testing.assert_allclose(shares, [[2 / 3, 1 / 3], [2 / 3, 1 / 3]])
     assert majority_vote(counts).tolist() == np.argmax(shares, axis=1).tolist()
+
+
+def test_tree_mean_averages_each_trees_clipped_distribution():
+    # Tree 1: row 0 (-2, 6) -> (0, 1); row 1 all-negative -> uniform. Tree 2: (1, 3), (2, 2).
+    counts = np.array([[[-2.0, 6.0], [-1.0, -3.0]], [[1.0, 3.0], [2.0, 2.0]]])
+    dist = tree_mean_distribution(counts)
+    np.testing.assert_allclose(dist, [[0.125, 0.875], [0.5, 0.5]])
+    np.testing.assert_allclose(dist.sum(axis=1), 1.0)
 
 
 def test_summed_scores_are_the_shipped_jpw_metrics():
