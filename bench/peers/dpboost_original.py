@@ -142,13 +142,21 @@ def not_dp_reason(setting: str, task: str) -> str:
     return NOT_DP
 
 
-def fork_params(setting: str, task: str, epsilon: float, n_trees: int) -> dict:
-    """The fork's parameters for one setting (names as in the authors' scripts)."""
+def fork_params(setting: str, task: str, epsilon: float, n_trees: int,
+                per_ensemble: int | None = None) -> dict:
+    """The fork's parameters for one setting (names as in the authors' scripts).
+
+    ``per_ensemble`` trees per ensemble (default and at most: one ensemble of ``n_trees``):
+    the fork's DPBoost_2level splits ``total_budget`` evenly over the ensembles (its
+    GBDT::TrainOneIter), as Algorithm 2 does (Figs. 3, 7, 8: 5,000 trees in ensembles of
+    50 with epsilon 5 each).
+    """
+    per = min(int(per_ensemble or n_trees), n_trees)  # as dpexp's DPBoost: at most one ensemble
     common = {
         "boosting_type": "gbdt", "max_depth": 6, "lambda_l2": 0.1, "max_bin": 255,
         "num_iterations": n_trees, "my_n_trees": n_trees, "total_budget": float(epsilon),
-        "boost_method": "DPBoost_2level", "high_level_boost_round": 1,
-        "inner_boost_round": n_trees, "balance_partition": 0, "geo_clip": 1, "verbose": -1,
+        "boost_method": "DPBoost_2level", "high_level_boost_round": -(-n_trees // per),
+        "inner_boost_round": per, "balance_partition": 0, "geo_clip": 1, "verbose": -1,
         "num_threads": 1,
         # The fork's switch for DPBoost's data partition and gradient filtering, in both
         # settings: its GBDT::TrainOneIter calls Bagging() only when bagging_freq > 0, and
@@ -174,10 +182,10 @@ def fork_params(setting: str, task: str, epsilon: float, n_trees: int) -> dict:
 _UNRECORDED = ("total_budget", "num_threads", "verbose")
 
 
-def recorded_settings(setting: str, task: str, n_trees: int) -> dict:
+def recorded_settings(setting: str, task: str, n_trees: int, per_ensemble: int | None = None) -> dict:
     """The fork's settings as they stand in a cell's ``params`` (``fork``): everything
     :func:`fork_params` passes but the budget (the cell's epsilon) and run-only knobs."""
-    params = fork_params(setting, task, 1.0, n_trees)
+    params = fork_params(setting, task, 1.0, n_trees, per_ensemble)
     return {k: v for k, v in params.items() if k not in _UNRECORDED}
 
 
@@ -206,12 +214,14 @@ def _save_fold(path: Path, X_tr, y_tr, X_te) -> None:
     np.savez(path, **arrays)
 
 
-def train_original(root: Path, python: Path, branch: str, params: dict, X_tr, y_tr, X_te):
-    """Raw test scores and training seconds from one side-venv run of the original."""
+def train_original(root: Path, python: Path, branch: str, params: dict, X_tr, y_tr, X_te,
+                   steps: list[int] | None = None):
+    """Raw test scores, training seconds and the raw scores after each of ``steps`` trees
+    (``(len(steps), n_test)``) from one side-venv run of the original."""
     with tempfile.TemporaryDirectory() as tmp:
         fold, cfg, out = Path(tmp, "in.npz"), Path(tmp, "in.json"), Path(tmp, "out.npz")
         _save_fold(fold, X_tr, y_tr, X_te)
-        cfg.write_text(json.dumps(params))
+        cfg.write_text(json.dumps({"params": params, "staged_steps": list(steps or [])}))
         env = {"PYTHONPATH": str(root / branch / "python-package"), "OMP_NUM_THREADS": "1",
                "PATH": "/usr/bin:/bin"}
         done = subprocess.run([str(python), str(DRIVER), str(fold), str(cfg), str(out)],
@@ -219,11 +229,17 @@ def train_original(root: Path, python: Path, branch: str, params: dict, X_tr, y_
         if done.returncode != 0:
             raise RuntimeError(f"the original failed ({branch}):\n{done.stderr[-2000:]}")
         res = np.load(out)
-        return res["raw_score"], float(res["fit_seconds"])
+        return res["raw_score"], float(res["fit_seconds"]), res["staged_raw"]
 
 
 def metric_values(ds, spec, raw: np.ndarray, y_te: np.ndarray, setting: str) -> dict[str, float]:
-    """dpexp's metric definitions on the original's predictions."""
+    """dpexp's metric definitions on the original's predictions (the spec's metrics)."""
+    wanted = spec.metrics_for(ds.task)
+    return {k: v for k, v in all_metrics(ds, raw, y_te).items() if k in wanted}
+
+
+def all_metrics(ds, raw: np.ndarray, y_te: np.ndarray) -> dict[str, float]:
+    """Every metric the peer computes from the original's raw test scores."""
     if ds.task == "classification":
         # binary objective: raw is the log-odds; square loss: the score on -1/+1. Both > 0.
         pred = np.where(raw > 0, ds.classes[-1], ds.classes[0])
@@ -234,8 +250,30 @@ def metric_values(ds, spec, raw: np.ndarray, y_te: np.ndarray, setting: str) -> 
         pred = (raw + 1.0) / 2.0 * (hi - lo) + lo
         out = {"rmse": float(np.sqrt(np.mean((pred - y_te) ** 2))),
                "mae": float(np.mean(np.abs(pred - y_te)))}
-    wanted = spec.metrics_for(ds.task)
-    return {k: v for k, v in out.items() if k in wanted}
+    return out
+
+
+def staged_metric(spec, task: str) -> str | None:
+    """The spec's curve metric for ``task`` (``staged_error`` / ``staged_rmse``), if any."""
+    return next((m for m in spec.metrics_for(task) if m.startswith("staged_")), None)
+
+
+def staged_steps(n_trees: int) -> list[int]:
+    """The tree counts a curve is scored at: dpexp's own (:func:`dpexp.experiments.metrics.
+    staged_error`): 1, every ``n_trees // 100`` trees, and the last."""
+    every = max(1, n_trees // 100)
+    return sorted(set(range(every, n_trees + 1, every)) | {1, n_trees})
+
+
+def staged_values(ds, spec, staged: np.ndarray, steps: list[int], y_te: np.ndarray) -> list[tuple]:
+    """``(metric, step, value)`` of the curve metric, dpexp's definition on the original's
+    raw scores after each step (same mapping as :func:`metric_values`)."""
+    metric = staged_metric(spec, ds.task)
+    if metric is None:
+        return []
+    final = metric.removeprefix("staged_")
+    return [(metric, float(step), all_metrics(ds, raw, y_te)[final])
+            for step, raw in zip(steps, staged, strict=True)]
 
 
 def peer_cells(spec, scale: str, datasets: list[str] | None, settings: list[str],
@@ -247,6 +285,7 @@ def peer_cells(spec, scale: str, datasets: list[str] | None, settings: list[str]
     refs = [d for d in spec.datasets if not datasets or d.name in datasets or d.key in datasets]
     dpb = next(a for a in spec.algorithms if a.name == "dpboost")
     n_trees = int(dpb.params.get("n_trees", 50))
+    per_ensemble = int(dpb.params.get("trees_per_ensemble", n_trees))
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
     for ref in refs:
         task = get_dataset_info(ref.name).task
@@ -254,7 +293,7 @@ def peer_cells(spec, scale: str, datasets: list[str] | None, settings: list[str]
             # The rows' params are the cell's (its key is rebuilt from them in the
             # committed table), so the fork's settings live in the cell itself.
             params = {"setting": setting, "n_trees": n_trees,
-                      "fork": recorded_settings(setting, task, n_trees)}
+                      "fork": recorded_settings(setting, task, n_trees, per_ensemble)}
             for eps in epsilons or spec.epsilons:
                 for rep in range(spec.cv.repeats):
                     for fold in range(n_folds):
@@ -275,10 +314,13 @@ def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: st
     ds = load_for_cell(cell.dataset, spec.max_rows(cell.scale), cell.seed, mirror)
     tr, te = split_indices(ds, spec.cv, cell.fold, cell.repeat, cell.seed)
     setting = cell.params["setting"]
-    params = fork_params(setting, ds.task, cell.epsilon, cell.params["n_trees"])
-    raw, seconds = train_original(root, python, branch_for(setting, ds.task), params,
-                                  ds.X[tr], fork_targets(ds, ds.y[tr]), ds.X[te])
+    n_trees = cell.params["n_trees"]
+    params = fork_params(setting, ds.task, cell.epsilon, n_trees, cell.params["fork"]["inner_boost_round"])
+    steps = staged_steps(n_trees) if staged_metric(spec, ds.task) else []
+    raw, seconds, staged = train_original(root, python, branch_for(setting, ds.task), params,
+                                          ds.X[tr], fork_targets(ds, ds.y[tr]), ds.X[te], steps)
     values = metric_values(ds, spec, raw, ds.y[te], setting)
+    curve = staged_values(ds, spec, staged, steps, ds.y[te])
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     rows = [{
         "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
@@ -289,10 +331,10 @@ def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: st
         "domain_source": str(getattr(ds, "domain_source", "")),
         "data_version": cell.data_version, "fold": cell.fold,
         "repeat": cell.repeat, "seed": cell.seed, "metric": metric, "metric_kind": "metric",
-        "step": None, "value": value, "fit_seconds": seconds, "n_train": int(len(tr)),
+        "step": step, "value": value, "fit_seconds": seconds, "n_train": int(len(tr)),
         "n_test": int(len(te)), "dpexp_version": "peer:QinbinLi/DPBoost",
         "git_revision": git_revision(), "timestamp": stamp,
-    } for metric, value in values.items()]
+    } for metric, step, value in [*((m, None, v) for m, v in values.items()), *curve]]
     cache.write_cell(results_dir, cell, {"cell": cell.to_dict(), "rows": rows})
     return values
 

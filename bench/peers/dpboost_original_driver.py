@@ -33,7 +33,8 @@ def main(in_npz: str, in_json: str, out_npz: str) -> None:
 
     data = np.load(in_npz)
     with open(in_json) as fh:
-        params = json.load(fh)
+        config = json.load(fh)
+    params, steps = config["params"], [int(k) for k in config.get("staged_steps", [])]
     n_trees = int(params["num_iterations"])
     X_tr, X_te = _matrix(data, "X_train"), _matrix(data, "X_test")
     y_tr = data["y_train"].astype(np.float64)
@@ -49,7 +50,42 @@ def main(in_npz: str, in_json: str, out_npz: str) -> None:
     # boost_from_average is on, as in the authors' regression script).
     raw = booster.predict(X_te, raw_score=True)
     np.savez(out_npz, raw_score=np.asarray(raw, dtype=np.float64), fit_seconds=seconds,
-             n_trees=booster.current_iteration())
+             n_trees=booster.current_iteration(), staged_raw=staged_scores(booster, X_te, steps, raw))
+
+
+def staged_scores(booster, X_te, steps: list[int], raw: np.ndarray) -> np.ndarray:
+    """Raw test scores after each of ``steps`` trees, ``(len(steps), n_test)``.
+
+    One pass: every tree's leaf for every row (``pred_leaf``), the leaves' stored outputs
+    (noise and shrinkage already applied, as the fork keeps them) from the model dump, then
+    cumulative sums. The last step must equal ``predict(raw_score=True)`` (checked).
+    """
+    if not steps:
+        return np.zeros((0, np.shape(raw)[0]))
+    leaves = np.asarray(booster.predict(X_te, pred_leaf=True), dtype=np.int64).reshape(np.shape(raw)[0], -1)
+    trees = booster.dump_model()["tree_info"]
+    contrib = np.empty(leaves.shape, dtype=np.float64)
+    for t, info in enumerate(trees):
+        values = _leaf_values(info["tree_structure"])
+        contrib[:, t] = values[leaves[:, t]]
+    cum = np.cumsum(contrib, axis=1)
+    staged = np.stack([cum[:, k - 1] for k in steps])
+    if steps[-1] == leaves.shape[1] and not np.allclose(staged[-1], raw, rtol=1e-9, atol=1e-9):
+        raise RuntimeError("staged scores do not add up to the booster's raw score")
+    return staged
+
+
+def _leaf_values(node: dict) -> np.ndarray:
+    """Leaf outputs of one dumped tree indexed by leaf index."""
+    out: dict[int, float] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if "leaf_index" in n or "leaf_value" in n and "split_index" not in n:
+            out[int(n.get("leaf_index", 0))] = float(n["leaf_value"])
+        else:
+            stack += [n["left_child"], n["right_child"]]
+    return np.array([out[i] for i in range(len(out))])
 
 
 if __name__ == "__main__":

@@ -130,3 +130,29 @@ def test_build_exports_both_branches_and_builds_them(peer, tmp_path):
     said.clear()
     peer.build_original(str(mirror), root, jobs=1, log=said.append)
     assert sum("already built" in s for s in said) == 2
+
+
+def test_ensembles_split_the_forks_budget_as_the_spec_says(peer):
+    fig3 = peer.fork_params("paper", "classification", 500.0, 5000, 50)
+    assert (fig3["high_level_boost_round"], fig3["inner_boost_round"], fig3["total_budget"]) == (100, 50, 500.0)
+    # one ensemble by default, and never more trees per ensemble than trees
+    assert peer.fork_params("paper", "regression", 1.0, 50)["high_level_boost_round"] == 1
+    assert peer.fork_params("paper", "regression", 1.0, 5, 50)["inner_boost_round"] == 5
+    assert peer.staged_steps(5000)[:3] == [1, 50, 100] and peer.staged_steps(5000)[-1] == 5000
+    assert peer.staged_steps(20) == list(range(1, 21))
+
+
+def test_driver_staged_scores_are_the_boosters_partial_predictions():
+    lgb = pytest.importorskip("lightgbm")
+    spec = importlib.util.spec_from_file_location("dpboost_driver", PEER.with_name("dpboost_original_driver.py"))
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(float)
+    booster = lgb.train({"objective": "regression", "num_leaves": 7, "verbose": -1},
+                        lgb.Dataset(X, y), num_boost_round=12)
+    raw = booster.predict(X[:50], raw_score=True)
+    staged = driver.staged_scores(booster, X[:50], [1, 5, 12], raw)
+    for row, k in zip(staged, (1, 5, 12), strict=True):
+        np.testing.assert_allclose(row, booster.predict(X[:50], raw_score=True, num_iteration=k), atol=1e-12)
