@@ -237,3 +237,21 @@ def test_tables_show_markers_and_significance_api(tmp_path):
     assert text.startswith("**Significance (smoke") and "| SynthA | 1 | JPW |" in text
     assert significance_markdown(resolve("xgbdp-table2"), paper.frame, "paper") == ""
     assert significance_table(resolve("xgbdp-table2"), paper.frame).empty
+
+
+def test_better_claims_average_each_task_on_its_own_metric():
+    # A wins clearly on the classification set and loses slightly on a regression set
+    # whose RMSE is in the hundreds: a mean of error and RMSE together would say "A wins".
+    rows = [("cls", "A", "error", 0.10), ("cls", "B", "error", 0.30),
+            ("reg", "A", "rmse", 201.0), ("reg", "B", "rmse", 200.0)]
+    agg = pd.DataFrame([{"dataset": d, "label": s, "series": s, "params": "{}", "epsilon": 1.0,
+                         "metric": m, "step": math.nan, "mean": v, "std": 0.0, "n": 5,
+                         "diagnostic": False} for d, s, m, v in rows])
+    claim = {"text": "A beats B", "better": "A", "than": ["B"],
+             "metric": {"classification": "error", "regression": "rmse"}}
+    (result,) = check_claims([claim], agg, {"cls": "classification", "reg": "regression"}, "paper")
+    assert result.status == "fail"
+    assert "mean over 1 classification dataset(s); holds" in result.detail
+    assert "mean over 1 regression dataset(s); does not hold" in result.detail
+    (one_task,) = check_claims([claim], agg[agg.dataset == "cls"], {"cls": "classification"}, "paper")
+    assert one_task.status == "pass" and "mean over 1 dataset(s)" in one_task.detail

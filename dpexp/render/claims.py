@@ -10,6 +10,10 @@ A claim in a spec is either plain text (reported, not machine-checked) or a mapp
       epsilon: 1                    # optional: only this epsilon
       mode: mean                    # mean over datasets (default) | each (every dataset)
 
+In ``mean`` mode the mean is taken per task: a claim over classification and regression
+datasets averages errors with errors and RMSEs with RMSEs (never the two together, whose
+scales differ by orders of magnitude) and holds only if it holds for each task.
+
 or a trend of one series along an axis::
 
     - text: "Accuracy increases with the number of participants"
@@ -249,15 +253,27 @@ def _check_better(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> Clai
         common = a.index.intersection(b.index)
         if common.empty:
             return ClaimResult(text, "no data", f"no results for {other!r} on the same datasets")
-        diff = (a[common] - b[common]) if lower else (b[common] - a[common])
-        holds = bool((diff < -margin).all()) if mode == "each" else bool(diff.mean() < -margin)
-        ok &= holds
         by = f", by more than {margin:g}" if margin else ""
-        details.append(
-            f"{claim['better']} {a[common].mean():.4g} vs {other} {b[common].mean():.4g} "
-            f"(mean over {len(common)} dataset(s){by}; {'holds' if holds else 'does not hold'})"
-        )
+        for task, names in _by_task(common, tasks):
+            diff = (a[names] - b[names]) if lower else (b[names] - a[names])
+            holds = bool((diff < -margin).all()) if mode == "each" else bool(diff.mean() < -margin)
+            ok &= holds
+            over = f"{task} " if task else ""
+            details.append(
+                f"{claim['better']} {a[names].mean():.4g} vs {other} {b[names].mean():.4g} "
+                f"(mean over {len(names)} {over}dataset(s){by}; {'holds' if holds else 'does not hold'})"
+            )
     return ClaimResult(text, "pass" if ok else "fail", "; ".join(details))
+
+
+def _by_task(datasets: pd.Index, tasks: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """``datasets`` grouped by task, each group named only when there is more than one."""
+    groups: dict[str, list[str]] = {}
+    for name in datasets:
+        groups.setdefault(tasks.get(name, ""), []).append(name)
+    if len(groups) == 1:
+        return [("", next(iter(groups.values())))]
+    return sorted(groups.items())
 
 
 def check_claims(claims: list, agg: pd.DataFrame, tasks: dict[str, str], scale: str) -> list[ClaimResult]:
