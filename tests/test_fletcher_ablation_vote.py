@@ -106,3 +106,26 @@ def test_summed_scores_are_the_shipped_jpw_metrics():
     ev = Evaluation(model, X[2500:], y[2500:], y[:2500], classes=model.classes_)
     assert out["f1_minority_summed"] == f1_minority(ev)
     assert 0.5 < out["f1_minority"] <= 1 and 0.5 < out["auc"] <= 1
+
+
+def test_exact_leaf_scores_read_each_trees_own_records():
+    """The exact-frequency scores (not DP) use each tree's own disjoint records: with one
+    tree of depth 0 every test row gets the training class shares."""
+    from dpexp.papers.fletcher.ablations import exact_leaf_frequencies
+    from dpexp.papers.fletcher.forest import FletcherForestClassifier
+
+    rng = np.random.default_rng(3)
+    X = rng.random((400, 2))
+    y = (rng.random(400) < 0.25).astype(int)
+    meta = _Data(2).public_metadata()
+    model = FletcherForestClassifier(epsilon=1.0, n_trees=1, max_depth=0, random_state=0, **meta).fit(X, y)
+    freq = exact_leaf_frequencies(model, X, y, X[:5])
+    np.testing.assert_allclose(freq, np.tile([1 - y.mean(), y.mean()], (5, 1)))
+    # disjoint subsets: 4 trees of depth 0, each tree's leaf holds its own quarter
+    model = FletcherForestClassifier(epsilon=1.0, n_trees=4, max_depth=0, random_state=1, **meta).fit(X, y)
+    freq = exact_leaf_frequencies(model, X, y, X[:3])
+    assert np.allclose(freq.sum(axis=1), 1.0) and np.allclose(freq, freq[0])
+    ctx = CellContext(dataset=_Data(2), params={"n_trees": 4}, epsilon=1.0, rng=np.random.default_rng(0),
+                      random_state=0, X_train=X[:300], y_train=y[:300], X_test=X[300:], y_test=y[300:])
+    out = get_procedure("fletcher_exact_leaf_scores")(ctx)
+    assert {"accuracy", "accuracy_exact", "auc", "auc_exact", "f1_minority", "f1_minority_exact"} == set(out)

@@ -14,6 +14,12 @@ reading, on the same fit, so the two differ only in the part under test.
   fit, the mean over the trees of each tree's leaf class distribution (noisy counts
   clipped at 0 and normalised), is how scikit-learn's forests form ``predict_proba``, the
   toolkit the paper's experiments used (Section 2.4); it tests the Fig. 12 AUC misses.
+* ``fletcher_exact_leaf_scores``: the paper's own forest ("Ours", Section 4) scored by the
+  mean over its trees of each tree's EXACT leaf class frequencies (the counts of the tree's
+  own training records; uniform in an empty leaf), beside its released vote shares. The
+  exact frequencies are not released by the algorithm and are NOT differentially private:
+  the procedure tests whether the paper's Fig. 12 AUC / Fig. 13 F1 of "Ours" could have
+  been computed from them (a predict_proba built on the training counts).
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ import numpy as np
 
 from dpexp.experiments.metrics import Evaluation, auc, f1_minority
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
+from dpexp.papers.fletcher.forest import FletcherForestClassifier, leaf_counts
+from dpexp.papers.fletcher.trees import route_forest
+from dpexp.privacy import record_partition
 
 _META_KEYS = ("feature_domain", "categorical_features", "n_categories", "classes")
 
@@ -54,7 +63,7 @@ def majority_vote(tree_counts: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class JPWRule:
+class PredictionRule:
     """A fitted JPW's predictions under one prediction rule, shaped as the metrics read an
     estimator: the rule's class and its class scores as probabilities (the tree vote: the
     vote shares; the tree mean: the mean leaf distribution)."""
@@ -113,9 +122,9 @@ def fletcher_jpw_vote(ctx) -> dict[str, float]:
     model.fit(ctx.X_train, ctx.y_train)
     y_test = np.asarray(ctx.y_test)
     counts = jpw_tree_counts(model, ctx.X_test)
-    voted = JPWRule(model.classes_, majority_vote(counts), vote_shares(counts))
+    voted = PredictionRule(model.classes_, majority_vote(counts), vote_shares(counts))
     mean_dist = tree_mean_distribution(counts)
-    tree_mean = JPWRule(model.classes_, np.argmax(mean_dist, axis=1), mean_dist)
+    tree_mean = PredictionRule(model.classes_, np.argmax(mean_dist, axis=1), mean_dist)
     summed = model.classes_[np.argmax(counts.sum(axis=0), axis=1)]
     binary = model.classes_.size == 2  # Figs. 12 and 13 are binary-only
     return {
@@ -129,6 +138,66 @@ def fletcher_jpw_vote(ctx) -> dict[str, float]:
     }
 
 
+def _training_partition(model: FletcherForestClassifier, n: int) -> np.ndarray | None:
+    """The fit's record-to-tree partition, redrawn from its structure stream (as ``fit``
+    draws it: the second child of ``SeedSequence(random_state)``); checked against the
+    fitted tree sizes. None when every tree used every record."""
+    if not model.disjoint:
+        return None
+    T = model.n_trees_
+    part = record_partition(n, [1.0 / T] * T,
+                            np.random.default_rng(np.random.SeedSequence(model.random_state).spawn(3)[1]))
+    if not np.array_equal(np.bincount(part[part >= 0], minlength=T), model.tree_sizes_):
+        raise AssertionError("redrawn partition differs from the fit's")
+    return part
+
+
+def exact_leaf_frequencies(model: FletcherForestClassifier, X_train, y_enc: np.ndarray, X) -> np.ndarray:
+    """``(n, C)`` mean over the trees of the exact class frequencies of the leaf each row of
+    ``X`` reaches, from each tree's own training records (uniform where none). NOT DP."""
+    X_train = np.asarray(X_train, dtype=np.float64)
+    C, T = model.classes_.size, model.n_trees_
+    test_keys = route_forest(model.schema_, model.seeds_, np.asarray(X, dtype=np.float64))
+    total = np.zeros((test_keys.shape[1], C))
+    part = _training_partition(model, X_train.shape[0])
+    for t, keys, y_t in model._route_training(X_train, y_enc, part, T):
+        uk, counts = leaf_counts(keys, y_t, C)
+        idx = np.minimum(np.searchsorted(uk, test_keys[t]), max(uk.size - 1, 0))
+        hit = (uk.size > 0) & (uk[idx] == test_keys[t]) if uk.size else np.zeros(test_keys.shape[1], bool)
+        dist = counts / counts.sum(axis=1, keepdims=True) if uk.size else np.zeros((0, C))
+        total[hit] += dist[idx[hit]]
+        total[~hit] += 1.0 / C
+    return total / T
+
+
+def fletcher_exact_leaf_scores(ctx) -> dict[str, float]:
+    """Ours (Section 4) scored by its released vote and by its trees' exact leaf frequencies.
+
+    ``params``: ``leaf_rule`` (``smooth_2017``), ``n_trees`` (100). Returns ``accuracy``,
+    ``auc`` and ``f1_minority`` of the vote (the shipped forest, Figs. 11-13) and
+    ``accuracy_exact``, ``auc_exact``, ``f1_minority_exact`` of the arg-max / scores of the
+    exact leaf frequencies (not DP; binary tasks only for AUC and F1).
+    """
+    model = FletcherForestClassifier(
+        epsilon=ctx.epsilon, n_trees=int(ctx.params.get("n_trees", 100)),
+        leaf_rule=ctx.params.get("leaf_rule", "smooth_2017"), random_state=ctx.random_state,
+        noise_rng=ctx.rng, **_public_metadata(ctx),
+    )
+    model.fit(ctx.X_train, ctx.y_train)
+    y_test = np.asarray(ctx.y_test)
+    y_enc = np.searchsorted(model.classes_, np.asarray(ctx.y_train))
+    freq = exact_leaf_frequencies(model, ctx.X_train, y_enc, ctx.X_test)
+    exact = PredictionRule(model.classes_, np.argmax(freq, axis=1), freq)
+    binary = model.classes_.size == 2
+    return {
+        "accuracy": float(np.mean(model.predict(ctx.X_test) == y_test)),
+        "accuracy_exact": float(np.mean(exact.predict(ctx.X_test) == y_test)),
+        **(_scores(model, ctx, y_test, "") if binary else {}),
+        **(_scores(exact, ctx, y_test, "_exact") if binary else {}),
+    }
+
+
 PROCEDURES = {
     "fletcher_jpw_vote": fletcher_jpw_vote,
+    "fletcher_exact_leaf_scores": fletcher_exact_leaf_scores,
 }
