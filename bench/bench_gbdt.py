@@ -215,7 +215,7 @@ def original_rows(name: str, root: Path, repeats: int, threads: int | None = Non
     ours(1).fit(X, y)  # and the full-table paths
     ours_t, orig_t = [], []
     for _ in range(repeats):  # take turns, so a burst of load hits both
-        _, seconds = peer.train_original(root, python, peer.branch_for("paper", ds.task), fork,
+        _, seconds, _ = peer.train_original(root, python, peer.branch_for("paper", ds.task), fork,
                                          X, peer.fork_targets(ds, y), X[:10])
         orig_t.append(seconds / n_trees)
         ours_t.append(float(ours().fit(X, y).diagnostics_["seconds_per_tree"]))
