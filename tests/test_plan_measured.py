@@ -322,3 +322,26 @@ def test_results_are_bit_identical_with_threaded_and_single_threaded_kernels(tmp
         tables[jobs] = {p["key"]: sorted((row["metric"], row["step"] or 0, row["value"]) for row in p["rows"])
                         for p in cell_files(r, "planA")}
     assert len(tables["1"]) == 6 and tables["1"] == tables["2"]
+
+
+def test_typical_time_counts_a_suspended_cell_at_its_groups_median(results, tmp_path):
+    """``done_typical_seconds``: each group's done cells at the group's median time, so a
+    cell that sat suspended (or on a loaded machine) does not inflate the campaign's time."""
+    spec = {**BASE, "id": "planD", "algorithms": [DP], "cv": {"folds": 3}}
+    specs = Path(os.environ["DPEXP_EXPERIMENTS_DIR"])
+    (specs / "planD.yaml").write_text(yaml.safe_dump(spec))
+    res = invoke("run", "planD", "--results-dir", results, "-q", "--no-render")
+    assert res.exit_code == 0, res.output
+    paths = sorted((results / "cache" / "planD").rglob("seed-*/*.json"))
+    walls = [1.0, 2.0, 5000.0]  # the last one sat suspended for over an hour
+    for path, wall in zip(paths, walls, strict=True):
+        payload = json.loads(path.read_text())
+        payload["wall_seconds"] = wall
+        for row in payload["rows"]:
+            row["wall_seconds"] = wall
+        path.write_text(json.dumps(payload))
+    d = plan_json(results, "planD", "--jobs", "1")
+    assert d["done_cell_seconds"] == pytest.approx(sum(walls))
+    assert d["done_typical_seconds"] == pytest.approx(3 * statistics.median(walls))
+    text = invoke("plan", "planD", "--results-dir", results, "--no-calibrate")
+    assert "at each group's median cell time" in text.output

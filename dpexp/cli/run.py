@@ -213,7 +213,9 @@ def _print_plan(p) -> None:
               f"with {p.jobs} job(s){unknown}; {p.basis()}", highlight=False)
     if p.cached:
         out.print(f"  done: {p.cached} cells took {format_seconds(p.done_seconds)} with {p.jobs} "
-                  f"job(s) ({_timing_basis(p.done_timed, p.done_fit_only, p.cached)})", highlight=False)
+                  f"job(s) ({_timing_basis(p.done_timed, p.done_fit_only, p.cached)}); typical "
+                  f"{format_seconds(p.done_typical_cell_seconds / max(p.jobs, 1))} at each group's "
+                  "median cell time", highlight=False)
     for g in p.slowest():
         out.print(f"  slowest: {escape(g.dataset)} / {escape(g.label)}: {g.todo} cells x "
                   f"{g.seconds_per_cell:.3g} s ({escape(g.method)})", highlight=False)
@@ -285,6 +287,9 @@ def _print_all(plans) -> None:
               f"({_timing_basis(t['done_timed'], t['done_fit_only'], t['cached'])}); with the estimate "
               f"of the rest: {format_seconds(t['total_seconds'])}"
               + (f" + {kinds['unknown']} cells not estimated" if kinds["unknown"] else ""), highlight=False)
+    out.print(f"typical: {format_seconds(t['done_typical_seconds'])} with {t['jobs']} job(s) for the done "
+              "cells at each group's median cell time (a cell suspended or slowed by load counts "
+              "as typical)", highlight=False)
     if t["unavailable_cells"]:
         out.print(f"left out: {t['unavailable_cells']} cells of "
                   f"{_unavailable_text(t['unavailable_datasets'], t['unavailable_algorithms'])}",

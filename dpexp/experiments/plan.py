@@ -139,6 +139,9 @@ class Plan:
     #: Done cells with a measured time, and how many of them have only their fit time.
     done_timed: int = 0
     done_fit_only: int = 0
+    #: The same cells at each group's median time (a suspended or loaded-machine cell
+    #: counts at its group's typical time): what an undisturbed run would have taken.
+    done_typical_cell_seconds: float = 0.0
     #: The experiment whose cells these are (the spec's ``cells_from``; "" for its own).
     cells_of: str = ""
 
@@ -207,6 +210,7 @@ class Plan:
             "experiment": self.experiment, "scale": self.scale, "seed": self.seed, "jobs": self.jobs,
             "cells_of": self.cells_of, "cells": self.cells, "cached": self.cached, "todo": self.todo,
             "done_cell_seconds": self.done_cell_seconds, "done_seconds": self.done_seconds,
+            "done_typical_seconds": self.done_typical_cell_seconds / max(self.jobs, 1),
             "done_timed": self.done_timed, "done_fit_only": self.done_fit_only,
             "estimated_seconds": self.estimated_seconds, "unestimated_cells": self.unestimated_cells,
             "unavailable_cells": self.unavailable_cells,
@@ -254,6 +258,7 @@ def totals(plans: list[Plan]) -> dict[str, Any]:
         "cells": sum(p.cells for p in plans), "cached": sum(p.cached for p in plans),
         "todo": sum(p.todo for p in plans),
         "done_cell_seconds": done_cell_seconds, "done_seconds": done_cell_seconds / jobs,
+        "done_typical_seconds": sum(p.done_typical_cell_seconds for p in plans) / jobs,
         "done_timed": sum(p.done_timed for p in plans),
         "done_fit_only": sum(p.done_fit_only for p in plans),
         "estimated_seconds": estimated, "unestimated_cells": sum(p.unestimated_cells for p in plans),
@@ -781,6 +786,8 @@ def _measured_plan(spec: ExperimentSpec, scale: str, seed: int, jobs: int, measu
         plan.groups.append(g)
         timed = [t for t in finished if t.seconds is not None]
         plan.done_cell_seconds += sum(t.seconds for t in timed)
+        if timed:
+            plan.done_typical_cell_seconds += len(timed) * statistics.median(t.seconds for t in timed)
         plan.done_timed += len(timed)
         plan.done_fit_only += sum(not t.wall for t in timed)
         todo = [c for c in cells if c.key not in done]
