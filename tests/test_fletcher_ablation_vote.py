@@ -129,3 +129,21 @@ def test_exact_leaf_scores_read_each_trees_own_records():
                       random_state=0, X_train=X[:300], y_train=y[:300], X_test=X[300:], y_test=y[300:])
     out = get_procedure("fletcher_exact_leaf_scores")(ctx)
     assert {"accuracy", "accuracy_exact", "auc", "auc_exact", "f1_minority", "f1_minority_exact"} == set(out)
+
+
+def test_shared_structure_forest_gives_every_tree_the_first_trees_structure():
+    from dpexp.papers.fletcher.ablations import SharedStructureForest
+    from dpexp.papers.fletcher.forest import FletcherForestClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.random((600, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    meta = _Data(3).public_metadata()
+    shared = SharedStructureForest(epsilon=1.0, n_trees=5, random_state=7, **meta).fit(X, y)
+    independent = FletcherForestClassifier(epsilon=1.0, n_trees=5, random_state=7, **meta).fit(X, y)
+    assert np.unique(shared.seeds_).size == 1 and shared.seeds_[0] == independent.seeds_[0]
+    assert np.unique(independent.seeds_).size == 5
+    ctx = CellContext(dataset=_Data(3), params={"n_trees": 5}, epsilon=1.0, rng=np.random.default_rng(0),
+                      random_state=0, X_train=X[:500], y_train=y[:500], X_test=X[500:], y_test=y[500:])
+    out = get_procedure("fletcher_shared_structure")(ctx)
+    assert set(out) == {"accuracy", "accuracy_shared"} and all(0 <= v <= 1 for v in out.values())

@@ -59,7 +59,8 @@ MANIFEST = PaperManifest(
     procedures={name: f"{_PROC}:{name}" for name in
                 ("fletcher_table2", "fletcher_table4", "fletcher_table5", "fletcher_table6",
                  "fletcher_fs_as_discrete")}
-    | {name: f"{_ABL}:{name}" for name in ("fletcher_jpw_vote", "fletcher_exact_leaf_scores")},
+    | {name: f"{_ABL}:{name}" for name in ("fletcher_jpw_vote", "fletcher_exact_leaf_scores",
+                                                     "fletcher_shared_structure")},
     audit_targets=["dpexp.papers.fletcher.audit:AUDIT_TARGETS"],
     broken_audit_targets=["dpexp.papers.fletcher.audit:BROKEN_AUDIT_TARGETS"],
     # the estimators' own defaults (100 trees; JPW 10; FS depth 5), as the checks always ran

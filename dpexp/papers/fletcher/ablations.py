@@ -20,6 +20,11 @@ reading, on the same fit, so the two differ only in the part under test.
   exact frequencies are not released by the algorithm and are NOT differentially private:
   the procedure tests whether the paper's Fig. 12 AUC / Fig. 13 F1 of "Ours" could have
   been computed from them (a predict_proba built on the training counts).
+* ``fletcher_shared_structure``: the paper's forest with every tree given the SAME random
+  structure (one root key for all trees) beside the shipped independent trees, on the same
+  data split. Tests whether Figs. 5 and 6's alternative forests (not disjoint data, d = m/2,
+  d = m), whose printed accuracies sit near one tree's, behave like a forest whose trees
+  share one structure. Equally private (the structure is data-independent either way).
 """
 
 from __future__ import annotations
@@ -197,7 +202,39 @@ def fletcher_exact_leaf_scores(ctx) -> dict[str, float]:
     }
 
 
+class SharedStructureForest(FletcherForestClassifier):
+    """The forest with one random structure for all its trees (ablation only)."""
+
+    @staticmethod
+    def _tree_seeds(ss_struct: np.random.SeedSequence, n_trees: int) -> np.ndarray:
+        first = FletcherForestClassifier._tree_seeds(ss_struct, 1)
+        return np.repeat(first, n_trees)
+
+
+def fletcher_shared_structure(ctx) -> dict[str, float]:
+    """Accuracy of the forest with independent trees (``accuracy``, the shipped forest) and
+    with one structure shared by all trees (``accuracy_shared``), same split and budget.
+
+    ``params``: ``leaf_rule`` (``smooth_2017``), ``n_trees`` (100), ``disjoint`` (True),
+    ``max_depth`` (None: Theorem 2; ``m`` / ``half_m`` as the forest takes them).
+    """
+    kwargs = dict(
+        epsilon=ctx.epsilon, n_trees=int(ctx.params.get("n_trees", 100)),
+        leaf_rule=ctx.params.get("leaf_rule", "smooth_2017"), disjoint=bool(ctx.params.get("disjoint", True)),
+        max_depth=ctx.params.get("max_depth"), random_state=ctx.random_state, **_public_metadata(ctx),
+    )
+    y_test = np.asarray(ctx.y_test)
+    noise = ctx.rng.spawn(2)
+    out = {}
+    for key, cls, rng in (("accuracy", FletcherForestClassifier, noise[0]),
+                          ("accuracy_shared", SharedStructureForest, noise[1])):
+        model = cls(noise_rng=rng, **kwargs).fit(ctx.X_train, ctx.y_train)
+        out[key] = float(np.mean(model.predict(ctx.X_test) == y_test))
+    return out
+
+
 PROCEDURES = {
     "fletcher_jpw_vote": fletcher_jpw_vote,
     "fletcher_exact_leaf_scores": fletcher_exact_leaf_scores,
+    "fletcher_shared_structure": fletcher_shared_structure,
 }

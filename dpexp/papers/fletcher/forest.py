@@ -226,10 +226,7 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
         ss_struct, ss_part, ss_diag = streams.structure.spawn(3)
         *leaf_rngs, secret_rng = streams.noise_generators(n_trees + 1)
-        # BuildTree: one 64-bit root key per tree; the structure is a function of it.
-        self.seeds_ = np.random.default_rng(ss_struct).integers(
-            0, 2**63, size=n_trees, dtype=np.int64, endpoint=False
-        ).astype(np.uint64)
+        self.seeds_ = self._tree_seeds(ss_struct, n_trees)
         self._empty_leaf_secret = draw_empty_leaf_secret(secret_rng)
         # The full trees as arrays, built when a routing call is big enough to pay for it
         # (a function of the public seeds and schema only): lookups instead of hashes.
@@ -281,6 +278,13 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
             "mean_smooth_sensitivity": float(np.mean(np.concatenate(sens))) if sens else float("nan"),
         }
         return self
+
+    @staticmethod
+    def _tree_seeds(ss_struct: np.random.SeedSequence, n_trees: int) -> np.ndarray:
+        """BuildTree: one 64-bit root key per tree; the structure is a function of it."""
+        return np.random.default_rng(ss_struct).integers(
+            0, 2**63, size=n_trees, dtype=np.int64, endpoint=False
+        ).astype(np.uint64)
 
     @property
     def diagnostics_(self) -> dict[str, float]:
