@@ -272,7 +272,10 @@ def cached_results(
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
             dataset_task(p["cell"].get("dataset")))]
-    kept = [p for p in payloads if filters.keeps(p["cell"])]
+    # In key order, whatever the source (cell files, committed table): aggregates and the
+    # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
+    kept = sorted((p for p in payloads if filters.keeps(p["cell"])),
+                  key=lambda p: (p.get("key", ""), canonical_json(p["cell"])))
     rows = [r for p in kept for r in payload_rows(p)]
     if spec.cells_from:  # another experiment's cells: the metrics this artefact shows
         shown = {m for names in spec.metrics.values() for m in names}
