@@ -37,7 +37,6 @@ from dpexp.experiments.metrics import Evaluation, auc, f1_minority
 from dpexp.papers.fletcher.comparators import JPWForestClassifier
 from dpexp.papers.fletcher.forest import FletcherForestClassifier, leaf_counts
 from dpexp.papers.fletcher.trees import route_forest
-from dpexp.privacy import record_partition
 
 _META_KEYS = ("feature_domain", "categorical_features", "n_categories", "classes")
 
@@ -69,13 +68,13 @@ def majority_vote(tree_counts: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PredictionRule:
-    """A fitted JPW's predictions under one prediction rule, shaped as the metrics read an
-    estimator: the rule's class and its class scores as probabilities (the tree vote: the
-    vote shares; the tree mean: the mean leaf distribution)."""
+    """A fitted forest's predictions under one prediction rule, shaped as the metrics read
+    an estimator: the rule's class and its class scores as probabilities (JPW's tree vote:
+    the vote shares; its tree mean: the mean leaf distribution; exact leaf frequencies)."""
 
     classes_: np.ndarray
-    labels: np.ndarray  # voted class index per test row
-    shares: np.ndarray  # (n, C) share of the trees voting for each class
+    labels: np.ndarray  # the rule's class index per test row
+    shares: np.ndarray  # (n, C) the rule's class scores
 
     def predict(self, X) -> np.ndarray:
         return self.classes_[self.labels]
@@ -143,20 +142,6 @@ def fletcher_jpw_vote(ctx) -> dict[str, float]:
     }
 
 
-def _training_partition(model: FletcherForestClassifier, n: int) -> np.ndarray | None:
-    """The fit's record-to-tree partition, redrawn from its structure stream (as ``fit``
-    draws it: the second child of ``SeedSequence(random_state)``); checked against the
-    fitted tree sizes. None when every tree used every record."""
-    if not model.disjoint:
-        return None
-    T = model.n_trees_
-    part = record_partition(n, [1.0 / T] * T,
-                            np.random.default_rng(np.random.SeedSequence(model.random_state).spawn(3)[1]))
-    if not np.array_equal(np.bincount(part[part >= 0], minlength=T), model.tree_sizes_):
-        raise AssertionError("redrawn partition differs from the fit's")
-    return part
-
-
 def exact_leaf_frequencies(model: FletcherForestClassifier, X_train, y_enc: np.ndarray, X) -> np.ndarray:
     """``(n, C)`` mean over the trees of the exact class frequencies of the leaf each row of
     ``X`` reaches, from each tree's own training records (uniform where none). NOT DP."""
@@ -164,13 +149,15 @@ def exact_leaf_frequencies(model: FletcherForestClassifier, X_train, y_enc: np.n
     C, T = model.classes_.size, model.n_trees_
     test_keys = route_forest(model.schema_, model.seeds_, np.asarray(X, dtype=np.float64))
     total = np.zeros((test_keys.shape[1], C))
-    part = _training_partition(model, X_train.shape[0])
+    part = model.training_partition(X_train.shape[0])
     for t, keys, y_t in model._route_training(X_train, y_enc, part, T):
         uk, counts = leaf_counts(keys, y_t, C)
-        idx = np.minimum(np.searchsorted(uk, test_keys[t]), max(uk.size - 1, 0))
-        hit = (uk.size > 0) & (uk[idx] == test_keys[t]) if uk.size else np.zeros(test_keys.shape[1], bool)
-        dist = counts / counts.sum(axis=1, keepdims=True) if uk.size else np.zeros((0, C))
-        total[hit] += dist[idx[hit]]
+        if uk.size == 0:  # a tree without records: every leaf empty
+            total += 1.0 / C
+            continue
+        idx = np.minimum(np.searchsorted(uk, test_keys[t]), uk.size - 1)
+        hit = uk[idx] == test_keys[t]
+        total[hit] += (counts / counts.sum(axis=1, keepdims=True))[idx[hit]]
         total[~hit] += 1.0 / C
     return total / T
 

@@ -279,6 +279,23 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         }
         return self
 
+    def training_partition(self, n_rows: int) -> np.ndarray | None:
+        """The fit's record-to-tree partition (tree index per training row, -1 unused),
+        redrawn: structure randomness only, a function of ``random_state`` and the row count
+        (the second child of the structure stream, as ``fit`` draws it). None when every
+        tree used every record. Non-private diagnostics (ablations) read it; it is checked
+        against the fitted tree sizes."""
+        check_is_fitted(self, "tree_sizes_")
+        if not self.disjoint:
+            return None
+        if self.random_state is None:
+            raise ValueError("the partition can be redrawn only for an int random_state")
+        ss_part = estimator_streams(self.random_state).structure.spawn(3)[1]
+        part = record_partition(n_rows, [1.0 / self.n_trees_] * self.n_trees_, np.random.default_rng(ss_part))
+        if not np.array_equal(np.bincount(part[part >= 0], minlength=self.n_trees_), self.tree_sizes_):
+            raise ValueError("the redrawn partition does not match the fit (other training rows?)")
+        return part
+
     @staticmethod
     def _tree_seeds(ss_struct: np.random.SeedSequence, n_trees: int) -> np.ndarray:
         """BuildTree: one 64-bit root key per tree; the structure is a function of it."""
