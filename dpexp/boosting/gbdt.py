@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from dpexp.privacy.public import DataDependentDomainWarning, warn_outside_package
 from dpexp.trees.binning import BinMapper, fit_bin_mapper
 from dpexp.trees.parallel import use_parallel
-from dpexp.trees.predict import apply_csr, apply_dense, apply_dense_serial
+from dpexp.trees.predict import add_forest_dense, apply_csr, apply_dense, apply_dense_serial
 from dpexp.trees.tree import ArrayTree
 
 __all__ = [
@@ -203,9 +203,26 @@ def raw_predict(trees: list[ArrayTree], learning_rate: float, X, init: float = 0
     Section 3.1 bounds g*_l at F = 0)."""
     X = prepare_predict_matrix(X)
     out = np.full(X.shape[0], float(init))
-    for t in trees:
-        out += learning_rate * t.value[apply_tree(t, X), 0]
+    if sp.issparse(X) or not trees:
+        for t in trees:
+            out += learning_rate * t.value[apply_tree(t, X), 0]
+        return out
+    add_forest_dense(X, *pack_trees(trees), float(learning_rate), out)
     return out
+
+
+def pack_trees(trees: list[ArrayTree]) -> tuple[np.ndarray, ...]:
+    """(feature, threshold, child_start, value, roots): the numeric trees' nodes in one
+    table, each tree's children offset by its first node (``roots[t]``), for
+    :func:`~dpexp.trees.predict.add_forest_dense`; ``value`` is the first output column."""
+    sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
+    roots = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    child = np.concatenate([np.where(t.child_start >= 0, t.child_start.astype(np.int64) + r, -1)
+                            for t, r in zip(trees, roots, strict=True)])
+    feature = np.concatenate([t.feature for t in trees]).astype(np.int64)
+    threshold = np.concatenate([t.threshold for t in trees]).astype(np.float64)
+    value = np.ascontiguousarray(np.concatenate([t.value[:, 0] for t in trees]), dtype=np.float64)
+    return feature, threshold, child, value, roots
 
 
 def staged_raw_predict(trees: list[ArrayTree], learning_rate: float, X, init: float = 0.0

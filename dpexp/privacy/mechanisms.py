@@ -330,7 +330,11 @@ def _inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
                 j += 1
             z = (v - top) * scale
             w = np.exp(z) if z == z else 0.0  # -inf -> 0, NaN -> 0
-            acc = _add_run(acc, w, cum, i, j)
+            if j == i + 1:  # most candidates: _add_run's binade arithmetic costs 4x the add
+                acc += w
+                cum[i] = acc
+            else:
+                acc = _add_run(acc, w, cum, i, j)
             if w > 0.0:
                 last = j - 1
             i = j

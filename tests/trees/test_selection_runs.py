@@ -74,3 +74,23 @@ def test_draws_match_the_one_by_one_sampler(seed):
         for m in range(u.shape[0]):
             expected = int(np.searchsorted(cum, u[m, r] * cum[-1], side="right"))
             assert out[m, r] == min(expected, x.shape[1] - 1)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.3, 40.0])
+def test_draws_of_distinct_utilities_match_the_one_by_one_sampler(scale):
+    """Runs of one candidate (the common case, added without ``_add_run``) mixed with a few
+    runs, zero weights (-inf) and NaN, against the plain inverse CDF."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(4, 3000))
+    x[0, 100:140] = x[0, 99]
+    x[1, ::7] = -np.inf
+    x[2, 17] = np.nan
+    u = rng.random((40, x.shape[0]))
+    out = np.empty((40, x.shape[0]), dtype=np.int64)
+    M._inverse_cdf_rows(x, scale, u, out)
+    for r in range(x.shape[0]):
+        w = np.nan_to_num(np.exp((x[r] - np.nanmax(x[r])) * scale), nan=0.0)
+        cum = sequential_sums(w)
+        for m in range(u.shape[0]):
+            expected = int(np.searchsorted(cum, u[m, r] * cum[-1], side="right"))
+            assert out[m, r] == min(expected, x.shape[1] - 1)
