@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 from dpexp.errors import SpecError, UnknownNameError
 from dpexp.experiments.cells import expand, grid_points
 from dpexp.experiments.spec import all_specs, load_spec_file, parse_spec, resolve
+from dpexp.registry import all_algorithms
 
 BASE = {
     "id": "t",
@@ -35,6 +37,27 @@ def test_every_shipped_spec_validates():
     for s in specs.values():
         for scale in ("smoke", "paper"):
             s.at_scale(scale)
+
+
+def test_every_paper_value_selects_an_epsilon_its_algorithm_runs_at():
+    """A printed value of a non-private algorithm selects ``epsilon: no_noise`` (its cells
+    record infinity), one of a private algorithm an epsilon of the paper-scale grid:
+    otherwise it silently matches no cell and is never shown beside ours."""
+    algorithms = all_algorithms()
+    wrong = []
+    for sid, s in sorted(all_specs().items()):
+        paper = s.at_scale("paper")
+        refs = {a.label: a for a in paper.algorithms}
+        for v in (s.paper_values or {}).get("values") or []:
+            ref = refs.get(v.get("algorithm"))
+            if "epsilon" not in v or ref is None or ref.name is None:
+                continue
+            want = math.inf if str(v["epsilon"]) in ("inf", "no_noise") else float(v["epsilon"])
+            ok = (any(math.isclose(want, e) for e in paper.epsilons)
+                  if algorithms[ref.name].private else math.isinf(want))
+            if not ok:
+                wrong.append((sid, v["algorithm"], v.get("dataset"), v["epsilon"]))
+    assert not wrong
 
 
 @pytest.mark.parametrize(
