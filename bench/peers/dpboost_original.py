@@ -226,6 +226,9 @@ def train_original(root: Path, python: Path, branch: str, params: dict, X_tr, y_
                "PATH": "/usr/bin:/bin"}
         done = subprocess.run([str(python), str(DRIVER), str(fold), str(cfg), str(out)],
                               env=env, capture_output=True, text=True)
+        if done.returncode < 0:  # e.g. SIGKILL from the kernel's out-of-memory killer
+            raise RuntimeError(f"the original ({branch}) was killed by signal "
+                               f"{-done.returncode} (out of memory?); its cell is not written")
         if done.returncode != 0:
             raise RuntimeError(f"the original failed ({branch}):\n{done.stderr[-2000:]}")
         res = np.load(out)

@@ -318,6 +318,7 @@ class BinnedData:
     _sparse_codes: list = field(default_factory=list, repr=False, compare=False)
     _by_feature: list = field(default_factory=list, repr=False, compare=False)
     _row_codes: list = field(default_factory=list, repr=False, compare=False)
+    _by_row: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def is_sparse(self) -> bool:
@@ -367,6 +368,23 @@ class BinnedData:
         if not self._by_feature:
             self._by_feature.append(np.asfortranarray(self.codes))
         return self._by_feature[0]
+
+    def codes_by_row(self) -> np.ndarray | None:
+        """Dense codes in row-major (C) order, indexed like ``codes[r, f]`` (a copy of
+        column-major codes, built once and cached; ``None`` for column-sparse data).
+
+        Gathering a small subset of rows from a column-major table reads nearly every
+        cache line of every column; from this copy it reads only the rows' own bytes (see
+        :func:`take_codes`)."""
+        if self.codes is None:
+            return None
+        if self.codes.flags.c_contiguous:
+            return self.codes
+        if not self._by_row:
+            out = np.empty(self.codes.shape, dtype=np.uint8)
+            _to_rows(self.codes, out)
+            self._by_row.append(out)
+        return self._by_row[0]
 
     def take(self, idx: np.ndarray) -> BinnedData:
         """The rows ``idx`` (sorted or not) as a new :class:`BinnedData`."""
@@ -497,11 +515,41 @@ class BinMapper:
         )
 
 
-def take_codes(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``codes[rows]`` in column-major order (the layout :meth:`BinMapper.transform` makes)."""
+def take_codes(codes: np.ndarray, rows: np.ndarray, by_row: np.ndarray | None = None
+               ) -> np.ndarray:
+    """``codes[rows]`` in column-major order (the layout :meth:`BinMapper.transform` makes),
+    read from ``by_row`` (the same codes row-major, :meth:`BinnedData.codes_by_row`) when
+    given: the same bytes, a band of rows at a time."""
     out = np.empty((rows.size, codes.shape[1]), dtype=np.uint8, order="F")
-    _take_columns(codes, rows, out)
+    if by_row is None:
+        _take_columns(codes, rows, out)
+    else:
+        _take_rows(by_row, rows, out)
     return out
+
+
+_BAND = 64  # rows per band of the row-major gathers: 64 rows of a few hundred codes fit L1
+
+
+@njit(cache=True, nogil=True)
+def _take_rows(by_row, rows, out):  # pragma: no cover
+    n = rows.shape[0]
+    for i0 in range(0, n, _BAND):
+        i1 = min(i0 + _BAND, n)
+        for f in range(by_row.shape[1]):
+            for i in range(i0, i1):
+                out[i, f] = by_row[rows[i], f]
+
+
+@njit(cache=True, nogil=True)
+def _to_rows(codes, out):  # pragma: no cover
+    """``out[i, f] = codes[i, f]``: a column-major table copied row-major, band by band."""
+    n = codes.shape[0]
+    for i0 in range(0, n, _BAND):
+        i1 = min(i0 + _BAND, n)
+        for f in range(codes.shape[1]):
+            for i in range(i0, i1):
+                out[i, f] = codes[i, f]
 
 
 @njit(cache=True, nogil=True)
@@ -517,10 +565,10 @@ def _grid_codes(block, table, n_thresholds, features, origins, inverse_steps, ou
     the grid ``features``: the grid position is the guess, then steps to the exact lower
     bound, so the codes equal the binary search's bit for bit (a binary search costs ~50 ns
     per value, the guess a few). ``block`` is row-major and ``out`` column-major: a band
-    of ``_CODE_BAND`` rows is read once from memory and written a column at a time."""
+    of ``_BAND`` rows is read once from memory and written a column at a time."""
     n = block.shape[0]
-    for i0 in range(0, n, _CODE_BAND):
-        i1 = min(i0 + _CODE_BAND, n)
+    for i0 in range(0, n, _BAND):
+        i1 = min(i0 + _BAND, n)
         for j in range(features.shape[0]):
             f = features[j]
             m = n_thresholds[f]
@@ -541,8 +589,6 @@ def _grid_codes(block, table, n_thresholds, features, origins, inverse_steps, ou
                     k += 1
                 out[i, f] = k
 
-
-_CODE_BAND = 64  # rows of a band of _grid_codes: 64 rows of a few hundred features fit L2
 
 
 def domain_thresholds(lo: float, hi: float, max_bins: int = MAX_BINS) -> np.ndarray:

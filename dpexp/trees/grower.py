@@ -336,7 +336,8 @@ def _grow_compact(data: BinnedData, stats: np.ndarray, rows: np.ndarray, mapper:
     """:func:`grow_tree` on a table of ``rows`` alone (sorted, so every histogram sums the
     same rows in the same order: the same tree bit for bit), mapped back to row ids."""
     ids = np.sort(np.asarray(rows, dtype=np.int64))
-    compact = BinnedData(ids.size, data.n_features, codes=take_codes(data.codes, ids))
+    compact = BinnedData(ids.size, data.n_features,
+                         codes=take_codes(data.codes, ids, data.codes_by_row()))
     compact._sparse_codes.append(None)  # as the whole table: no feature is treated as sparse
     local = None if scores is None else np.zeros(ids.size)
     grown = grow_tree(compact, stats[ids], np.arange(ids.size), mapper, workspace=ws,
