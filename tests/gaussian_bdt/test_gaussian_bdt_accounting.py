@@ -103,3 +103,13 @@ def test_gaussian_bdt_classifier_accounting():
     assert m.accountant_.epsilon_spent == pytest.approx(2.0, rel=1e-12)
     assert m.accountant_.delta_spent == pytest.approx(1e-6, rel=1e-12)
     assert set(np.unique(m.predict(X))) <= {0, 1}
+
+
+def test_scores_equal_the_last_staged_scores_bit_for_bit():
+    """``_raw`` (every tree over bands of rows) is the last of ``_staged_raw`` (one tree at
+    a time): the same additions in the same order per row."""
+    X, y = _data(900, seed=3)
+    model = GaussianBDTClassifier(epsilon=2.0, delta=1e-5, n_trees=15, max_depth=3,
+                                  random_state=0, classes=[0, 1], **META).fit(X, y)
+    *_, last = model._staged_raw(X)
+    assert np.array_equal(model._raw(X), last)

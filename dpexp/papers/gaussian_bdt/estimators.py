@@ -59,6 +59,7 @@ from dpexp.boosting.gbdt import (
     make_bin_mapper,
     not_dp_reasons,
     prepare_predict_matrix,
+    raw_predict,
     resolve_label_domain,
     scale_labels,
     unscale_labels,
@@ -249,8 +250,10 @@ class _GaussianBDTBase(BaseEstimator):
             yield F
 
     def _raw(self, X) -> np.ndarray:
-        *_, last = self._staged_raw(X)
-        return last
+        # the last of _staged_raw's scores, bit for bit (0 + the trees' additions in order)
+        check_is_fitted(self, "trees_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return raw_predict(self.trees_, float(self.learning_rate), X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
