@@ -342,6 +342,17 @@ def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: st
     return values
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> ``(K, N)`` with ``0 <= K < N`` (argparse type of ``--shard``)."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N, e.g. 0/2, got {text!r}") from None
+    if n < 1 or not 0 <= k < n:
+        raise argparse.ArgumentTypeError(f"need 0 <= K < N, got {text!r}")
+    return k, n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("experiment", help="a DPBoost spec with a dpboost column, e.g. fig2")
@@ -355,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-dir", type=Path, default=Path("results"))
     ap.add_argument("--mirror", default=None, help="dataset mirror (else DPEXP_DATA_MIRROR)")
     ap.add_argument("--force", action="store_true", help="recompute cached cells")
+    ap.add_argument("--shard", type=_shard, default=(0, 1), metavar="K/N",
+                    help="run only the cells whose position in the list is K modulo N, so N "
+                         "processes (K = 0 .. N-1) share one grid without computing a cell "
+                         "twice (default 0/1: every cell)")
     ap.add_argument("--build", metavar="REPO", help="first build the original into --original "
                     f"from REPO: a clone, a bare mirror or a URL (e.g. {OFFICIAL_URL})")
     ap.add_argument("--build-jobs", type=int, default=2, help="make -j for --build")
@@ -379,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     epsilons = [float(e) for e in args.epsilons.split(",")] if args.epsilons else None
     cells = list(peer_cells(spec, args.scale, args.dataset, args.setting or ["paper"],
                             epsilons, args.seed))
+    k, n = args.shard
     for i, cell in enumerate(cells, 1):
-        if not args.force and cache.has_cell(args.results_dir, cell):
+        if (i - 1) % n != k or (not args.force and cache.has_cell(args.results_dir, cell)):
             continue
         values = run_cell(cell, spec, args.original, python, args.results_dir, args.mirror)
         print(f"[{i}/{len(cells)}] {cell.dataset.key} {cell.label} eps={cell.epsilon:g} "

@@ -156,3 +156,31 @@ def test_driver_staged_scores_are_the_boosters_partial_predictions():
     staged = driver.staged_scores(booster, X[:50], [1, 5, 12], raw)
     for row, k in zip(staged, (1, 5, 12), strict=True):
         np.testing.assert_allclose(row, booster.predict(X[:50], raw_score=True, num_iteration=k), atol=1e-12)
+
+
+def test_shards_split_the_cells_between_processes(peer, tmp_path):
+    """``--shard K/N``: N processes share one grid, each cell computed by one of them."""
+    pytest.importorskip("lightgbm")
+    root = tmp_path / "original"
+    for branch in ("bin", "reg"):
+        (root / branch / "python-package").mkdir(parents=True)
+    results = tmp_path / "results"
+    args = ["fig2", "--original", str(root), "--python", sys.executable, "--dataset", "adult",
+            "--setting", "paper", "--setting", "authors", "--epsilons", "1",
+            "--results-dir", str(results)]
+    from dpexp.experiments.results import read_cells
+    from dpexp.experiments.spec import resolve
+
+    folds = resolve("fig2").at_scale("smoke").cv.folds
+
+    def peer_cells():
+        return [p for p in read_cells(results, "dpboost-fig2", "smoke")
+                if p["cell"]["algorithm"] == "dpboost_original"]
+
+    assert peer.main([*args, "--shard", "1/2"]) == 0
+    assert len(peer_cells()) == folds  # every second of the 2 x folds cells
+    assert peer.main([*args, "--shard", "0/2"]) == 0
+    assert len(peer_cells()) == 2 * folds
+    for bad in ("2/2", "1", "a/b", "0/0"):
+        with pytest.raises(SystemExit):
+            peer.main([*args, "--shard", bad])
