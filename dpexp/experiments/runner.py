@@ -274,6 +274,9 @@ _WARMED: set[tuple[str, str, str]] = set()
 #: Rows of the untimed warm-up fit (enough for every row-count-dependent code path of the
 #: histogram kernels to be compiled: the largest parallel threshold is 2**17 rows).
 WARMUP_ROWS = 1 << 17
+#: Trees of the warm-up fit, at most (two whole ensembles when the cell has ensembles):
+#: every kernel is compiled by then, and a 5,000-tree warm-up took as long as the cell.
+WARMUP_MAX_TREES = 100
 
 
 def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
@@ -282,8 +285,9 @@ def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
     Once per worker process and (algorithm, task, dataset): numba compiles (or loads from
     its disk cache) each kernel specialisation on first call, which made the first fold of
     a timing table (DPBoost Table 2) up to 1000x slower than the others. The warm-up fit
-    uses the first ``WARMUP_ROWS`` training rows and the cell's own parameters; its model
-    is discarded (nothing of it is released or recorded).
+    uses the first ``WARMUP_ROWS`` training rows and the cell's own parameters, with at
+    most :func:`warm_up_trees` trees; its model is discarded (nothing of it is released or
+    recorded, and its randomness is its own estimator's).
     """
     from dpexp.registry import get_algorithm, make_estimator
 
@@ -294,11 +298,26 @@ def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
     _WARMED.add(key)
     m = min(data.n_train or 0, WARMUP_ROWS)
     info = get_algorithm(cell.algorithm)
-    est = make_estimator(cell.algorithm, ds.task, _cell_params(cell, m),
+    params = _cell_params(cell, m)
+    if "n_trees" in params:
+        params["n_trees"] = warm_up_trees(params["n_trees"], params.get("trees_per_ensemble"))
+    est = make_estimator(cell.algorithm, ds.task, params,
                          epsilon=cell.epsilon if info.private else None,
                          random_state=random_state, public=ds.public_metadata())
     with contextlib.suppress(Exception):  # the timed fit raises any real error itself
         est.fit(data.X_train[:m], data.y_train[:m])
+
+
+def warm_up_trees(n_trees: Any, trees_per_ensemble: Any = None) -> Any:
+    """Trees of the warm-up fit: ``n_trees`` up to :data:`WARMUP_MAX_TREES`, and above it
+    ``WARMUP_MAX_TREES`` rounded up to whole ensembles, at least two of them (so the code
+    of a later ensemble is compiled too); values that are not integers pass unchanged."""
+    if not isinstance(n_trees, int | np.integer) or n_trees <= WARMUP_MAX_TREES:
+        return n_trees
+    per = trees_per_ensemble
+    if not isinstance(per, int | np.integer) or per < 1:
+        return WARMUP_MAX_TREES
+    return int(min(n_trees, per * max(2, -(-WARMUP_MAX_TREES // per))))
 
 
 def _cell_params(cell: Cell, n_train: int) -> dict[str, Any]:
