@@ -62,6 +62,7 @@ import numpy as np
 from numba import njit, prange
 
 from dpexp.trees import parallel as par
+from dpexp.trees.level_histograms import merged_hist_into
 
 # Work cutting of a build (read at call time, so tests can change them).
 SPARSE_CHUNK_ROWS = 8192  # rows per task over the row-sparse lists
@@ -69,6 +70,11 @@ ROW_TASK_MAX_COLUMNS = 32  # at most this many columns: row-chunk tasks
 HIST_CHUNK_ROWS = 8192  # rows per row-chunk task, at least
 HIST_MAX_CHUNKS = 16  # row-chunk tasks (partial histograms) per node, at most
 GATHER_ROWS = 16384  # rows per gather task
+# Builds of several nodes of a dense column-major table of at least this many codes go
+# through the one-pass build in row order (dpexp.trees.level_histograms), when their rows
+# make at least MERGED_MIN_WORK_PER_ROW column updates per row of the table.
+MERGED_MIN_CODES = 1 << 24
+MERGED_MIN_WORK_PER_ROW = 4
 _NO_INT = np.zeros(0, dtype=np.int64)
 _ALL = _NO_INT  # n_values of _dense_features: clear every bin
 
@@ -706,10 +712,28 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
         HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered))
     if n_rows is None:
         n_rows = int((ends - starts).sum())
+    if _merged_applies(codes, stats, starts, lay, n_rows) and merged_hist_into(
+            codes, stats, order, starts, ends, out, slots, lay.feats, unit_last=unit_last,
+            fblock=lay.fblock if fblock is None else int(fblock), n_rows=n_rows):
+        return
     parallel = par.use_parallel(int(n_rows * lay.per_row), par.HIST_PARALLEL_MIN_WORK)
     (_hist_par_plain if parallel else _hist_ser)(
         codes, stats, order, starts, ends, out, np.asarray(slots, dtype=np.int64), scratch,
         lay.feats, *lay.plain_tuples, tuple(settings))
+
+
+def _merged_applies(codes, stats, starts, lay: DenseLayout, n_rows: int) -> bool:
+    """Whether a build goes through :func:`~dpexp.trees.level_histograms.merged_hist_into`
+    (the same histograms): several nodes of a column-major table too large for the caches,
+    dense features only, read by column tasks (whose sums run in row order, as the merged
+    build's do; row-chunk tasks add partial sums), two statistics, and rows enough that its
+    pass over the row ids of the table is small beside the build."""
+    n_total = codes.shape[0]
+    return (starts.shape[0] >= 2 and stats.shape[1] == 2 and codes.flags.f_contiguous
+            and lay.n_columns > ROW_TASK_MAX_COLUMNS and lay.bundles.codes.shape[1] == 0
+            and lay.tail.features.size == 0 and lay.rows.codes.shape[0] == 0
+            and n_total * lay.n_columns >= MERGED_MIN_CODES
+            and n_rows * lay.n_columns >= MERGED_MIN_WORK_PER_ROW * n_total)
 
 
 def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,
