@@ -240,6 +240,18 @@ def common_test_params(name: str) -> dict[str, Any]:
     return {}
 
 
+def import_failure(package: str) -> str | None:
+    """Why the optional ``package`` does not import here, or None when it does. Installed
+    but broken counts as not importable (diffprivlib 0.6 next to scikit-learn >= 1.6
+    fails on import, not on lookup)."""
+    try:
+        importlib.import_module(package)
+    except Exception as exc:  # noqa: BLE001 - any import failure makes it unavailable
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return f"{type(exc).__name__}: {first}"
+    return None
+
+
 def get_algorithm(name: str) -> AlgorithmInfo:
     algos = all_algorithms()
     if name not in algos:

@@ -16,7 +16,6 @@ are left out.
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from typing import Any
 
@@ -24,13 +23,13 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpexp.registry import AlgorithmInfo, make_estimator, paper_manifests
+from dpexp.registry import AlgorithmInfo, import_failure, make_estimator, paper_manifests
 
 EPSILON = 1.0  # of the invariant tests
 
 
 def _installed(info: AlgorithmInfo) -> bool:
-    return all(importlib.util.find_spec(r) is not None for r in info.requires)
+    return all(import_failure(r) is None for r in info.requires)
 
 
 def _cases() -> list[tuple[AlgorithmInfo, str, dict[str, Any], dict[str, str]]]:

@@ -4,7 +4,6 @@ classifier, ``dpexp algorithms`` import paths, DP-aware preprocessing, the examp
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import pickle
 import subprocess
@@ -21,7 +20,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from dpexp.errors import BudgetExceededError
 from dpexp.papers.fletcher.forest import FletcherForestClassifier
 from dpexp.privacy import BudgetAccountant
-from dpexp.registry import all_algorithms, common_test_params, make_estimator
+from dpexp.registry import all_algorithms, common_test_params, import_failure, make_estimator
 
 ROOT = Path(__file__).resolve().parents[1]
 N_FEATURES = 3
@@ -144,7 +143,7 @@ def test_accountant_must_be_a_budget_accountant():
 
 
 def _installed(info) -> bool:
-    return all(importlib.util.find_spec(r) is not None for r in info.requires)
+    return all(import_failure(r) is None for r in info.requires)
 
 
 CLASSIFIERS = [pytest.param(name, id=name) for name, info in all_algorithms().items()

@@ -52,3 +52,15 @@ def test_a_module_without_manifest_is_refused(monkeypatch):
     monkeypatch.setattr(registry, "EXTRA_PAPERS", ["dpexp.errors"])
     with pytest.raises(dpexp.errors.DpexpError, match="no MANIFEST"):
         registry.all_algorithms()
+
+
+def test_import_failure_counts_a_broken_install_as_unavailable(tmp_path, monkeypatch):
+    """An optional package that is installed but fails on import (diffprivlib 0.6 next to
+    scikit-learn >= 1.6) is unavailable, as an absent one is."""
+    from dpexp.registry import import_failure
+
+    (tmp_path / "dpexp_broken_optional.py").write_text("raise ImportError('cannot import DOUBLE')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_failure("json") is None
+    assert import_failure("dpexp_no_such_package").startswith("ModuleNotFoundError")
+    assert import_failure("dpexp_broken_optional") == "ImportError: cannot import DOUBLE"

@@ -9,7 +9,6 @@ the shared helpers between it and the ``warn`` call.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import warnings
 
@@ -22,11 +21,11 @@ from dpexp.privacy.public import (
     public_classes,
     warn_outside_package,
 )
-from dpexp.registry import AlgorithmInfo, make_estimator, paper_manifests
+from dpexp.registry import AlgorithmInfo, import_failure, make_estimator, paper_manifests
 
 
 def _installed(info: AlgorithmInfo) -> bool:
-    return all(importlib.util.find_spec(r) is not None for r in info.requires)
+    return all(import_failure(r) is None for r in info.requires)
 
 
 def _private_cases() -> list:

@@ -552,13 +552,12 @@ def check_writable(directory: Path, what: str) -> None:
 
 def optional_unavailable(requires: tuple[str, ...]) -> str | None:
     """The first optional package of ``requires`` that does not import, with why; or None."""
-    import importlib
+    from dpexp.registry import import_failure
 
     for package in requires:
-        try:
-            importlib.import_module(package)
-        except Exception as exc:  # noqa: BLE001 - any import failure makes it unavailable
-            return f"{package} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        why = import_failure(package)
+        if why is not None:
+            return f"{package} ({why})"
     return None
 
 

@@ -956,15 +956,14 @@ def _summary(results: Sequence[AuditResult], seconds: float) -> str:
 
 def missing_requirements(target: AuditTarget) -> list[str]:
     """Optional packages the audited algorithm needs (``AlgorithmInfo.requires``) that
-    are not importable here; such a target cannot run on this machine."""
-    import importlib.util
-
+    are not importable here (absent, or installed but failing on import); such a target
+    cannot run on this machine."""
     if target.algorithm is None:
         return []
-    from dpexp.registry import all_algorithms
+    from dpexp.registry import all_algorithms, import_failure
 
     info = all_algorithms().get(target.algorithm)
-    return [r for r in (info.requires if info else ()) if importlib.util.find_spec(r) is None]
+    return [r for r in (info.requires if info else ()) if import_failure(r) is not None]
 
 
 def cli_audit(

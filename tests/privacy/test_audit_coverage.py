@@ -8,7 +8,6 @@ are flagged and the real ones pass in quick (CI) mode.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -21,6 +20,7 @@ from dpexp.privacy import audit
 from dpexp.privacy.audit import (
     AuditTarget,
     audit_targets,
+    missing_requirements,
     paper_audit_sources,
     run_target,
     target_source,
@@ -47,9 +47,8 @@ def _params(broken: bool) -> list:
 def _skip_without_requirements(target: AuditTarget) -> None:
     """An estimator built on an optional package (``AlgorithmInfo.requires``) cannot be
     fitted without it: its target is still required to exist, but runs only where the
-    package is installed."""
-    info = all_algorithms().get(target.algorithm or "")
-    missing = [r for r in (info.requires if info else ()) if importlib.util.find_spec(r) is None]
+    package imports (installed and working with this scikit-learn)."""
+    missing = missing_requirements(target)
     if missing:
         pytest.skip(f"{target.algorithm} needs the optional package(s) {', '.join(missing)}")
 
