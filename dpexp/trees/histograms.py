@@ -692,7 +692,10 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     unit hessians), so it is counted, never stored or read (``scratch`` then has ``K - 1``
     rows). Bins of a sparse feature at or past ``sparse_bins`` (which bounds its codes)
     are not written: ``out`` must hold zeros there, as a zeroed buffer does. ``n_rows``:
-    the nodes' rows in all, when the caller has it already.
+    the nodes' rows in all, when the caller has it already. Builds of several nodes of a
+    large wide table (:func:`_merged_applies`) take the one-pass route in row order
+    (:func:`~dpexp.trees.level_histograms.merged_hist_into`: the same histograms; it reads
+    ``stats`` by row id and leaves ``scratch`` alone).
 
     IN: ``codes``, ``stats``, ``order``, ``starts``, ``ends``, ``slots``, ``layout``;
     OUT: ``out[slots]``; IN/OUT: ``scratch`` (read when ``gathered``, else written).
