@@ -63,6 +63,7 @@ from numba import njit, prange
 
 from dpexp.trees import parallel as par
 from dpexp.trees.level_histograms import merged_hist_into
+from dpexp.trees.pair_add import add_pair
 
 # Work cutting of a build (read at call time, so tests can change them).
 SPARSE_CHUNK_ROWS = 8192  # rows per task over the row-sparse lists
@@ -143,14 +144,10 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
                 bb = codes[r, fb]
                 bc = codes[r, fc]
                 bd = codes[r, fd]
-                h[sa, ba, 0] += gp
-                h[sa, ba, 1] += hp
-                h[sb, bb, 0] += gp
-                h[sb, bb, 1] += hp
-                h[sc, bc, 0] += gp
-                h[sc, bc, 1] += hp
-                h[sd, bd, 0] += gp
-                h[sd, bd, 1] += hp
+                add_pair(h, (sa, ba), gp, hp)
+                add_pair(h, (sb, bb), gp, hp)
+                add_pair(h, (sc, bc), gp, hp)
+                add_pair(h, (sd, bd), gp, hp)
             i += 4
         if i + 2 <= i1:
             fa, fb = feats[i], feats[i + 1]
@@ -161,17 +158,14 @@ def _dense_features(codes, ordered, order, s, e, feats, i0, i1, h, n_values,
                 hp = 1.0 if unit else oh[p]
                 ba = codes[r, fa]
                 bb = codes[r, fb]
-                h[sa, ba, 0] += gp
-                h[sa, ba, 1] += hp
-                h[sb, bb, 0] += gp
-                h[sb, bb, 1] += hp
+                add_pair(h, (sa, ba), gp, hp)
+                add_pair(h, (sb, bb), gp, hp)
             i += 2
         while i < i1:  # the last feature, still without an inner k loop
             f, sf = feats[i], slots[i]
             for p in range(m):
                 b = codes[np.uint64(rows[p]), f]
-                h[sf, b, 0] += og[p]
-                h[sf, b, 1] += 1.0 if unit else oh[p]
+                add_pair(h, (sf, b), og[p], 1.0 if unit else oh[p])
             i += 1
     stat = ordered[:, s:e]
     for ii in range(i, i1):
@@ -202,8 +196,7 @@ def _sparse_chunk(indptr, feat, code, ordered, order, p0, p1, buf):  # pragma: n
             for q in range(indptr[r], indptr[r + 1]):
                 i = feat[q]
                 b = code[q]
-                buf[i, b, 0] += gp
-                buf[i, b, 1] += hp
+                add_pair(buf, (i, b), gp, hp)
         return
     for p in range(p0, p1):
         r = order[p]
@@ -349,7 +342,7 @@ def _row_task(rcodes, roff, ordered, order, p0, p1, nd, hd, dslots, hb, bvalues
     bit for bit."""
     k_stats = hd.shape[2]
     stored = ordered.shape[0]
-    buf = np.zeros(roff[roff.shape[0] - 1] * k_stats)
+    buf = np.zeros((roff[roff.shape[0] - 1], k_stats))
     n_col = rcodes.shape[1]
     rows = order[p0:p1]  # indexed from 0, row ids unsigned: see the module docstring
     if k_stats == 2:  # the GBDT case: two scalars per row, no inner k loop
@@ -361,19 +354,17 @@ def _row_task(rcodes, roff, ordered, order, p0, p1, nd, hd, dslots, hb, bvalues
             gp = og[p]
             hp = 1.0 if unit else oh[p]
             for c in range(n_col):
-                t = 2 * np.intp(row[c])
-                buf[t] += gp
-                buf[t + 1] += hp
+                add_pair(buf, (row[c],), gp, hp)
     else:
         stat = ordered[:, p0:p1]
         for p in range(p1 - p0):
             row = rcodes[np.uint64(rows[p])]
             for c in range(n_col):
-                t = k_stats * np.intp(row[c])
+                t = np.intp(row[c])
                 for k in range(stored):
-                    buf[t + k] += stat[k, p]
+                    buf[t, k] += stat[k, p]
                 if stored < k_stats:
-                    buf[t + k_stats - 1] += 1.0
+                    buf[t, k_stats - 1] += 1.0
     for i in range(nd):
         _copy_bins(buf, roff[i], roff[i + 1], hd[dslots[i]], hd.shape[1])
     for c in range(n_col - nd):
@@ -386,7 +377,7 @@ def _copy_bins(buf, a, b, h, n_bins):  # pragma: no cover
     k_stats = h.shape[1]
     for v in range(n_bins):
         for k in range(k_stats):
-            h[v, k] = buf[(a + v) * k_stats + k] if a + v < b else 0.0
+            h[v, k] = buf[a + v, k] if a + v < b else 0.0
 
 
 @njit(cache=True, nogil=True)

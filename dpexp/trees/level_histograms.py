@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from dpexp.trees import parallel as par
+from dpexp.trees.pair_add import add_pair
 
 
 @njit(cache=True, nogil=True)
@@ -83,21 +84,15 @@ def _features_pass(codes, g, h, unit, rows, slot, out, fs):  # pragma: no cover
             gq = g[q]
             hq = 1.0 if unit else h[q]
             ba, bb, bc, bd = codes[r, fa], codes[r, fb], codes[r, fc], codes[r, fd]
-            out[j, fa, ba, 0] += gq
-            out[j, fa, ba, 1] += hq
-            out[j, fb, bb, 0] += gq
-            out[j, fb, bb, 1] += hq
-            out[j, fc, bc, 0] += gq
-            out[j, fc, bc, 1] += hq
-            out[j, fd, bd, 0] += gq
-            out[j, fd, bd, 1] += hq
+            add_pair(out, (j, fa, ba), gq, hq)
+            add_pair(out, (j, fb, bb), gq, hq)
+            add_pair(out, (j, fc, bc), gq, hq)
+            add_pair(out, (j, fd, bd), gq, hq)
     else:
         for q in range(rows.shape[0]):
             r = np.uint64(rows[q])
             j = slot[q]
-            b = codes[r, fa]
-            out[j, fa, b, 0] += g[q]
-            out[j, fa, b, 1] += 1.0 if unit else h[q]
+            add_pair(out, (j, fa, codes[r, fa]), g[q], 1.0 if unit else h[q])
 
 
 @njit(cache=True, nogil=True)
