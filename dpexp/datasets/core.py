@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpexp.datasets import download
+from dpexp.datasets.generated import load_or_draw
 from dpexp.datasets.parsers import PARSERS, Parsed, generate_synthetic
 from dpexp.datasets.registry import DatasetInfo, get_dataset_info
 from dpexp.errors import DatasetError
@@ -266,7 +267,8 @@ def _parse(info: DatasetInfo, params: dict, max_rows: int | None, mirror: str | 
         bad = set(params) - {"n_samples", "seed"}
         if bad:
             raise DatasetError(f"Dataset {info.name!r} has no parameter(s) {sorted(bad)}; it takes n_samples, seed.")
-        parsed = generate_synthetic(info.options, params, max_rows)
+        parsed = load_or_draw(info.name, info.options, params, max_rows,
+                              lambda: generate_synthetic(info.options, params, max_rows))
         return parsed, min(int(params.get("n_samples", info.rows)), max_rows or 10**12)
     if params:
         raise DatasetError(f"Dataset {info.name!r} takes no parameters, got {sorted(params)}.")
