@@ -3,6 +3,8 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 JOBS ?= 2
 SEED ?= 0
+# extra options of every `dpexp run` of reproduce-all, e.g. RUN_ARGS="--recompute-before 2026-11-27"
+RUN_ARGS ?=
 EXPERIMENTS = $(shell $(PYTHON) -m dpexp.cli list --json 2>/dev/null | $(PYTHON) -c "import json,sys; print(' '.join(r['id'] for r in json.load(sys.stdin)))")
 
 .PHONY: help install install-test test lint demo plan-all reproduce-smoke reproduce-all bench clean-results
@@ -40,7 +42,7 @@ reproduce-smoke: install
 reproduce-all: install
 	dpexp plan --all --scale paper --jobs $(JOBS) --seed $(SEED)
 	@for e in $(EXPERIMENTS); do \
-	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) --skip-unavailable || exit $$?; \
+	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) --skip-unavailable $(RUN_ARGS) || exit $$?; \
 	done
 	dpexp report --scale paper
 

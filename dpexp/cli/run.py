@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -31,6 +32,24 @@ from dpexp.cli._common import (
 from dpexp.errors import DpexpError
 
 
+def _instant(value: str | None) -> datetime | None:
+    """``--recompute-before``: an ISO 8601 date or time (UTC unless it names a zone)."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not an ISO 8601 date or time, e.g. 2026-11-27 or "
+            f"2026-11-27T08:00:00Z.") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _check_instant(value: str | None) -> str | None:
+    _instant(value)  # a bad value fails here, as typer's own checks do, before any work
+    return value
+
+
 def _run_jobs(value: int) -> int:
     """``--jobs`` of run: a worker count, or -1 for every core (joblib's convention)."""
     if value == 0 or value < -1:
@@ -52,6 +71,7 @@ def run(
     results_dir: ResultsDir = None,
     figures_dir: FiguresDir = None,
     force: Annotated[bool, typer.Option("--force", help="Recompute cached cells.")] = False,
+    recompute_before: Annotated[str | None, typer.Option("--recompute-before", metavar="TIME", callback=_check_instant, help="Recompute the cells (cached or committed) computed before TIME (ISO 8601, UTC unless a zone is given), keep those computed since: a --force that resumes, e.g. to time a campaign again with the current code.")] = None,
     no_render: Annotated[bool, typer.Option("--no-render", help="Do not render figures/tables.")] = False,
     ledger: Annotated[bool, typer.Option("--ledger", help="Cache the full privacy ledger of every computed cell (else one row per scope and mechanism) and write the run's ledgers to a JSON file.")] = False,
     require_optional: Annotated[bool, typer.Option("--require-optional", help="Fail instead of skipping an algorithm whose optional package is missing.")] = False,
@@ -64,6 +84,7 @@ def run(
 
     if scheduler is not None and backend != "dask":
         raise DpexpError(f"--scheduler needs --backend dask (got --backend {backend}).")
+    before = _instant(recompute_before)
     rdir, fdir = dirs(results_dir, figures_dir)
     full = resolve(experiment)
     spec = _runner.select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
@@ -73,7 +94,7 @@ def run(
     if not no_render:
         _runner.check_writable(fdir, "figures directory")
     cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
-                            scheduler=scheduler, force=force, progress=not quiet and sys.stderr.isatty(),
+                            scheduler=scheduler, force=force, recompute_before=before, progress=not quiet and sys.stderr.isatty(),
                             require_optional=require_optional, full_ledger=ledger)
     for note in _runner.drop_unavailable(spec, require_optional)[1]:  # checked before the run
         err.print(f"note: {escape(note)}", highlight=False)

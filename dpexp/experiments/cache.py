@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,21 @@ def read_cell(results_dir: Path, cell: Cell) -> dict[str, Any] | None:
 
 def has_cell(results_dir: Path, cell: Cell) -> bool:
     return read_cell(results_dir, cell) is not None
+
+
+def computed_before(payload: dict[str, Any], when: datetime) -> bool:
+    """Whether a cached cell was computed before ``when`` (an aware datetime): its rows'
+    earliest ``timestamp`` (ISO 8601, UTC; a row without one counts as before)."""
+    stamps = [r.get("timestamp") for r in payload.get("rows") or []]
+    if not stamps:
+        return True
+    try:
+        first = min(datetime.fromisoformat(str(s)) for s in stamps)
+    except (TypeError, ValueError):
+        return True
+    if first.tzinfo is None:
+        first = first.replace(tzinfo=UTC)
+    return first < when
 
 
 def cached_experiments(results_dir: Path) -> dict[str, list[str]]:

@@ -49,6 +49,9 @@ class RunConfig:
     backend: str = "loky"
     scheduler: str | None = None
     force: bool = False
+    #: Recompute the cells computed before this time (aware datetime), keep the later ones:
+    #: a resumable --force, e.g. to time a whole campaign again with the current code.
+    recompute_before: datetime | None = None
     progress: bool = True
     mirror: str | None = None
     #: Fail (instead of skipping with a note) when an algorithm's optional package is missing.
@@ -643,7 +646,7 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     # Rows of the committed results table are finished cells (a campaign resumed on a
     # fresh clone recomputes nothing it already has); --force recomputes them.
     adopted = 0 if cfg.force else adopt_committed(spec, cfg.scale, cfg.results_dir, cells)
-    todo = [c for c in cells if cfg.force or not cache.has_cell(cfg.results_dir, c)]
+    todo = [c for c in cells if _needs_run(c, cfg)]
     provenance = {"dpexp_version": dpexp.__version__, "git_revision": git_revision()}
     _download(todo, cfg)
     progress = _progress_bar(cfg.progress)
@@ -664,6 +667,18 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     return RunReport(spec=spec, scale=cfg.scale, total=len(cells), cached=len(cells) - len(todo),
                      computed=len(todo), seconds=time.perf_counter() - t0, results=frame,
                      results_path=out, skipped=skipped, adopted=adopted)
+
+
+def _needs_run(cell: Cell, cfg: RunConfig) -> bool:
+    """Whether a run computes ``cell``: not cached, ``--force``, or cached from before
+    ``cfg.recompute_before`` (a cell computed at or after that time is kept, so a stopped
+    re-run resumes where it was)."""
+    if cfg.force:
+        return True
+    data = cache.read_cell(cfg.results_dir, cell)
+    if data is None:
+        return True
+    return cfg.recompute_before is not None and cache.computed_before(data, cfg.recompute_before)
 
 
 def _download(todo: list[Cell], cfg: RunConfig) -> None:
