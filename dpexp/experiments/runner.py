@@ -30,6 +30,7 @@ from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
 from dpexp.experiments.metrics import METRICS, Evaluation
+from dpexp.experiments.schedule import longest_first
 from dpexp.experiments.schema import DIAGNOSTIC, METRIC, RESULT_COLUMNS
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec, cells_source
 from dpexp.privacy.accountant import compact_ledger
@@ -647,6 +648,8 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     # fresh clone recomputes nothing it already has); --force recomputes them.
     adopted = 0 if cfg.force else adopt_committed(spec, cfg.scale, cfg.results_dir, cells)
     todo = [c for c in cells if _needs_run(c, cfg)]
+    if cfg.jobs != 1 and len(todo) > 1:  # the slowest cells first: a shorter idle tail
+        todo = longest_first(todo, cfg.results_dir, cfg.scale)
     provenance = {"dpexp_version": dpexp.__version__, "git_revision": git_revision()}
     _download(todo, cfg)
     progress = _progress_bar(cfg.progress)
