@@ -670,16 +670,33 @@ def _fit_only_note(times: list[CellTime]) -> str:
     return " (fit only)" if fit_only == len(times) else f" ({fit_only} of them fit only)"
 
 
-def _own_estimate(g: GroupPlan, own: dict[str, list[CellTime]]) -> bool:
-    """Tier 1: the group's own cells, cached first, then committed (module docstring)."""
+def own_cells(measurements: Measurements, experiment: str) -> dict[tuple[str, str], dict[str, list[CellTime]]]:
+    """The finished cells of ``experiment`` by group, then by source (cached, committed)."""
+    own: dict[tuple[str, str], dict[str, list[CellTime]]] = {}
+    for t in measurements.cells(experiment).values():
+        own.setdefault(t.group, {}).setdefault(t.source, []).append(t)
+    return own
+
+
+def own_median(own: dict[str, list[CellTime]]) -> tuple[float, str, list[CellTime]] | None:
+    """Tier 1: the median time of a group's own timed cells, cached first (the newer),
+    then committed, with the source and the cells used; None when it has none."""
     for source in ("cached", "committed"):
         times = [t for t in own.get(source, ()) if t.seconds is not None]
         if times:
-            g.seconds_per_cell = statistics.median(t.seconds for t in times)
-            g.warmup_seconds = g.seconds_per_cell  # a warm-up is about one fit
-            g.method = f"{source}: median of {len(times)} cells{_fit_only_note(times)}"
-            return True
-    return False
+            return statistics.median(t.seconds for t in times), source, times
+    return None
+
+
+def _own_estimate(g: GroupPlan, own: dict[str, list[CellTime]]) -> bool:
+    """Tier 1 (module docstring, :func:`own_median`) into ``g``."""
+    found = own_median(own)
+    if found is None:
+        return False
+    g.seconds_per_cell, source, times = found
+    g.warmup_seconds = g.seconds_per_cell  # a warm-up is about one fit
+    g.method = f"{source}: median of {len(times)} cells{_fit_only_note(times)}"
+    return True
 
 
 def _setting_seconds(setting: tuple[str, str, str], measurements: Measurements
@@ -773,9 +790,7 @@ def _measured_plan(spec: ExperimentSpec, scale: str, seed: int, jobs: int, measu
     calibrate (each with its first cell to compute)."""
     plan = Plan(spec.id, scale, seed, jobs, cells_of=spec.cells_from)
     done = measurements.cells(spec.cells_id)
-    own: dict[tuple[str, str], dict[str, list[CellTime]]] = {}
-    for t in done.values():
-        own.setdefault(t.group, {}).setdefault(t.source, []).append(t)
+    own = own_cells(measurements, spec.cells_id)
     groups: dict[tuple[str, str], list[Cell]] = {}
     for c in expand(spec, scale, seed):
         groups.setdefault((c.dataset.key, c.label), []).append(c)

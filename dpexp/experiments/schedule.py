@@ -7,30 +7,31 @@ with one worker busy and the others idle for most of a cell. Handing the longest
 first (the LPT rule) bounds that tail by the shortest cells instead.
 
 A cell's expected time is the median measured time of the finished cells of its
-(dataset, algorithm label) group in the same experiment and scale, cached or committed (the
-measurements of :mod:`dpexp.experiments.plan`). Cells of a group without a measurement
+(dataset, algorithm label) group in the same experiment and scale: the cached cells' if
+there are any (a re-timing run's), else the committed ones' (the first tier of
+:mod:`dpexp.experiments.plan`). Cells of a group without a measurement
 keep the spec's order, ahead of the measured ones (their time is unknown, so they are
 not assumed short). The order never changes a cell's numbers: those depend only on its
-key (docs/ARCHITECTURE.md, "Reproducibility").
+key.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from pathlib import Path
 
 from dpexp.experiments.cells import Cell
-from dpexp.experiments.plan import Measurements
+from dpexp.experiments.plan import Measurements, own_cells, own_median
 
 
 def group_seconds(measurements: Measurements, experiment: str) -> dict[tuple[str, str], float]:
-    """(dataset key, label) -> median measured seconds of that group's finished cells."""
-    times: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for t in measurements.cells(experiment).values():
-        if t.seconds is not None:
-            times[t.group].append(t.seconds)
-    return {group: statistics.median(v) for group, v in times.items()}
+    """(dataset key, label) -> the plan's measured seconds per cell of that group
+    (:func:`~dpexp.experiments.plan.own_median`: cached cells first, then committed)."""
+    medians = {}
+    for group, by_source in own_cells(measurements, experiment).items():
+        found = own_median(by_source)
+        if found is not None:
+            medians[group] = found[0]
+    return medians
 
 
 def longest_first(cells: list[Cell], results_dir: Path, scale: str) -> list[Cell]:
