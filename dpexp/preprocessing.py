@@ -119,8 +119,9 @@ class DPFeatureDomain(TransformerMixin, BaseEstimator):
     charged to ``accountant``, a :class:`~dpexp.privacy.BudgetAccountant`, when given:
     checked before the data is read). ``feature_domain_out_`` is the same array, for the
     next step (:class:`PublicDomainPipeline`). ``transform`` clips to it
-    (post-processing). The noise comes from ``noise_rng`` (None: derived from
-    ``random_state``; pass ``dpexp.privacy.secure_generator()`` for a published model).
+    (post-processing). The noise comes from ``noise_rng`` (None: fresh OS entropy; a
+    SeedSequence for reproducible experiments; ``dpexp.privacy.secure_generator()`` for a
+    published model).
 
     Basic composition: a pipeline ``DPFeatureDomain(epsilon=e1)`` ->
     estimator(``epsilon=e2``) on the same data is ``(e1 + e2)``-DP; a shared

@@ -276,11 +276,14 @@ def make_estimator(
     epsilon: float | None,
     random_state: int,
     public: dict[str, Any] | None = None,
+    noise_rng: Any = None,
 ):
     """Instantiate algorithm ``name`` for ``task`` with ``params``.
 
     ``epsilon`` is passed only to private algorithms; ``public`` metadata fills the
-    estimator's :data:`PUBLIC_PARAMS` that ``params`` leaves unset.
+    estimator's :data:`PUBLIC_PARAMS` that ``params`` leaves unset. ``noise_rng`` goes to
+    estimators that take one (None: their default, fresh OS entropy); the runner passes
+    :func:`dpexp.privacy.randomness.seeded_noise` of the cell's seed (reproducible noise).
     """
     info = get_algorithm(name)
     cls = info.estimator_class(task)
@@ -296,6 +299,8 @@ def make_estimator(
         kwargs["epsilon"] = epsilon
     if "random_state" in accepted:
         kwargs["random_state"] = random_state
+    if noise_rng is not None and "noise_rng" in accepted:
+        kwargs["noise_rng"] = noise_rng
     for key in PUBLIC_PARAMS:
         if public and key in accepted and kwargs.get(key) is None and key in public:
             kwargs[key] = public[key]

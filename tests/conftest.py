@@ -18,6 +18,7 @@ cannot pass without running them.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from dataclasses import dataclass
@@ -92,6 +93,39 @@ def real_data() -> RealData:
     return _REAL_DATA
 
 
+def obtainable(name: str, source: RealData) -> bool:
+    """Whether dataset ``name`` can be loaded in this session by any process (a CLI run in
+    a subprocess or a worker too, where the in-process guard of ``fetch_file`` does not
+    reach): synthetic or already cached, else served by the shared copies or the network."""
+    from dpexp.experiments.plan import dataset_available
+
+    return source.mode in ("shared", "network") or dataset_available(name)
+
+
+def require_datasets(*names: str) -> None:
+    """Skip (or, under ``DPEXP_TEST_REQUIRE_REAL_DATA``, fail) unless every dataset of
+    ``names`` can be had here: call it before a run that would download them."""
+    source = _session_source()
+    missing = [n for n in dict.fromkeys(names) if not obtainable(n, source)]
+    if missing:
+        unavailable("the real " + ("dataset " if len(missing) == 1 else "datasets ")
+                    + ", ".join(repr(n) for n in missing), source)
+
+
+@functools.cache
+def _session_source() -> RealData:
+    """The session's source, also from a test module that imports this file by name (a
+    second module object, which pytest_configure did not set up: it probes once itself)."""
+    return _REAL_DATA if _REAL_DATA.reason != _NOT_PROBED else _real_data()
+
+
+def require_spec_data(experiment: str, scale: str = "smoke") -> None:
+    """:func:`require_datasets` over the datasets an experiment runs at ``scale``."""
+    from dpexp.experiments.spec import resolve
+
+    require_datasets(*(d.name for d in resolve(experiment).at_scale(scale).datasets))
+
+
 @pytest.fixture(scope="session")
 def shared_datasets(real_data) -> Path:
     """The byte-exact shared copies (tests that compare against MANIFEST.tsv need them)."""
@@ -152,7 +186,8 @@ def data_env(tmp_path_factory):
 
 # ----------------------------------------------------------------------------- hooks
 
-_REAL_DATA: RealData = RealData("none", None, "not probed yet")
+_NOT_PROBED = "not probed yet"
+_REAL_DATA: RealData = RealData("none", None, _NOT_PROBED)
 _DATA_SKIPS: list[str] = []
 
 

@@ -43,8 +43,8 @@ class SpendsTooMuch(ReportsTooMuch):
 
     def fit(self, X, y):
         acc = Accountant(epsilon=self.epsilon)
-        acc.spend(self.epsilon, what="first release")
-        acc.spend(self.epsilon, what="second release")
+        acc.release(lambda: None, epsilon=self.epsilon, what="first release")
+        acc.release(lambda: None, epsilon=self.epsilon, what="second release")
         return super().fit(X, y)
 
 
@@ -54,7 +54,7 @@ class MarksNotDp(ReportsTooMuch):
     def fit(self, X, y):
         super().fit(X, y)
         acc = Accountant(epsilon=self.epsilon)
-        acc.spend(self.epsilon / 2, what="a release")
+        acc.release(lambda: None, epsilon=self.epsilon / 2, what="a release")
         acc.mark_not_dp("test: a leaf rule that is not DP")
         self.accountant_ = acc
         return self

@@ -124,3 +124,12 @@ def test_bad_numbers_and_combinations_are_one_line_errors():
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert word in res.output and "Traceback" not in res.output
+
+
+def test_a_release_path_twin_is_flagged_through_the_cli():
+    # issue #38: the runner before the fix (n_records = len(X)) crosses JPW's depth boundary
+    res = runner.invoke(app, ["audit", "jpw_runner_n_from_len_x", "--broken", "--quick", "--json"])
+    assert res.exit_code == 1, res.output
+    data = json.loads(res.stdout)
+    assert data["kind"] == "end-to-end" and data["algorithm"] == "jpw"
+    assert data["as_expected"] and data["epsilon_lower_bound"] > data["claimed_epsilon"]

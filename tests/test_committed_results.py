@@ -106,7 +106,8 @@ def test_report_and_summary_from_the_committed_table_alone(tmp_path):
     assert quick["scale"] == "smoke" and quick["cells_done"] == quick["cells_total"] > 0
     assert quick["claims_pass"] == quick["claims_fail"] == 0  # smoke: never evaluated
     assert set(quick) >= {"datasets_unavailable", "values_total", "values_reproduced",
-                          "values_explained", "values_unexplained", "claims_not_evaluated"}
+                          "values_shown", "values_plausible", "values_unexplained",
+                          "values_not_judged", "values_by_kind", "claims_not_evaluated"}
 
 
 def _committed_experiments() -> list[str]:

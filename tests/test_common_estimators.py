@@ -5,8 +5,12 @@
   declares (``PaperManifest.common_test_params``); the checks a DP estimator cannot pass
   are marked expected-to-fail with the paper's reason (``expected_failed_checks``).
 * dpexp's invariants for every private estimator: the budget is never exceeded, the same
-  ``random_state`` and noise seed give the same model, and the declared ``classes`` are
-  the model's classes even when one of them is absent from ``y``.
+  ``random_state`` and an explicitly seeded ``noise_rng`` give the same model, two default
+  fits (``noise_rng=None``) with one ``random_state`` draw independent noise, and the
+  declared ``classes`` are the model's classes even when one of them is absent from ``y``.
+
+The estimators are built with ``noise_rng=seeded_noise(random_state)`` (as the runner
+builds them) unless a test says otherwise: scikit-learn's checks compare two fits.
 
 One estimator per estimator class (the first algorithm that uses it), plus every
 algorithm its manifest lists in ``common_test_params`` (e.g. ``xgboost_dp_paper``).
@@ -23,6 +27,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import AlgorithmInfo, import_failure, make_estimator, paper_manifests
 
 EPSILON = 1.0  # of the invariant tests
@@ -53,11 +58,14 @@ def _cases() -> list[tuple[AlgorithmInfo, str, dict[str, Any], dict[str, str]]]:
 CASES = _cases()
 
 
-def _build(info: AlgorithmInfo, task: str, params: dict[str, Any], **overrides):
+def _build(info: AlgorithmInfo, task: str, params: dict[str, Any], *, seeded: bool = True,
+           **overrides):
+    """The estimator, with reproducible noise (``seeded``) or its default (fresh entropy)."""
     params = {**params, **overrides}
     epsilon = params.pop("epsilon", EPSILON) if info.private else None
-    return make_estimator(info.name, task, params, epsilon=epsilon,
-                          random_state=params.pop("random_state", 0))
+    random_state = params.pop("random_state", 0)
+    return make_estimator(info.name, task, params, epsilon=epsilon, random_state=random_state,
+                          noise_rng=seeded_noise(random_state) if seeded else None)
 
 
 # ------------------------------------------------------------------- scikit-learn checks
@@ -95,8 +103,8 @@ def _data(task: str, n: int = 200, seed: int = 0):
     return X, ((score > 0.65).astype(int) if task == "classification" else score / 1.3)
 
 
-def _private(info, task, params, **overrides):
-    est = _build(info, task, {**params, "epsilon": EPSILON}, **overrides)
+def _private(info, task, params, *, seeded: bool = True, **overrides):
+    est = _build(info, task, {**params, "epsilon": EPSILON}, seeded=seeded, **overrides)
     accepted = est.get_params()
     public = {k: v for k, v in PUBLIC.items() if k in accepted and accepted[k] is None}
     return est.set_params(**public)
@@ -120,8 +128,27 @@ def test_same_seeds_same_model(info, task, params):
             est.set_params(noise_rng=np.random.default_rng(11))
         fits.append(est.fit(X, y).predict(X))
     np.testing.assert_array_equal(*fits)
+    # a SeedSequence is a seed: each fit spawns from it afresh (the runner's choice)
     again = [_private(info, task, params, random_state=3).fit(X, y).predict(X) for _ in range(2)]
-    np.testing.assert_array_equal(*again)  # noise stream keyed by random_state
+    np.testing.assert_array_equal(*again)
+
+
+def _released(est, X) -> np.ndarray:
+    """What a fit releases, as numbers: class scores where there are any, else predictions."""
+    return est.predict_proba(X) if hasattr(est, "predict_proba") else est.predict(X)
+
+
+@pytest.mark.parametrize(("info", "task", "params"), PRIVATE)
+def test_default_fits_draw_fresh_noise(info, task, params):
+    """``noise_rng=None``: the noise never comes from ``random_state`` (issue #38, item 1),
+    so two fits with one ``random_state`` (one published structure) release different
+    noise, and a third with the seeded stream is reproducible while the default is not."""
+    X, y = _data(task)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [_released(_private(info, task, params, seeded=False, random_state=3).fit(X, y), X)
+                for _ in range(2)]
+    assert not np.array_equal(*fits)
 
 
 @pytest.mark.parametrize(("info", "task", "params"), CLASSIFIERS)

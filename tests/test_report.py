@@ -3,6 +3,7 @@ at paper scale only; not-DP rows in a caveat box; spec text shown literally."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -14,9 +15,10 @@ from typer.testing import CliRunner
 from dpexp.cli import app
 from dpexp.experiments.cells import expand
 from dpexp.experiments.spec import resolve
+from dpexp.render.aggregate import TIMING_VERDICT, ValueStatus
 from dpexp.render.claims import NOT_EVALUATED_SMOKE, check_claim, check_claims
 from dpexp.render.render import render_experiment, render_frame
-from dpexp.render.report import SUMMARY_FIELDS, write_report
+from dpexp.render.report import SUMMARY_FIELDS, Section, _comparison_md, value_counts, write_report
 
 
 def _row(text: str, exp: str) -> str:
@@ -43,7 +45,7 @@ def test_report_from_cache(tmp_path):
     cells = [c.strip() for c in _row(text, "quickstart").split("|")[1:-1]]
     n = len(expand(resolve("quickstart").at_scale("smoke"), "smoke", 0))
     assert cells[1:4] == ["smoke — not the paper's setting", f"{n} / {n}", "0"]
-    assert cells[7:10] == ["0", "0", "1"]  # pass, fail, not evaluated
+    assert cells[12:15] == ["0", "0", "1"]  # pass, fail, not evaluated
     html = (r / "report.html").read_text()
     assert "data:image/png;base64," in html  # self-contained
     # the verdict table opens the report; the environment is an appendix at the end
@@ -191,8 +193,8 @@ def test_smoke_report_evaluates_no_claim_and_boxes_not_dp_rows(tmp_path):
     md_path, html_path = write_report(r, f, "smoke")
     text = md_path.read_text()
     cells = [c.strip() for c in _row(text, "fletcher-fig11").split("|")[1:-1]]
-    assert cells[4:7] == ["not compared"] * 3  # paper values: shown, no verdict
-    assert cells[7:10] == ["0", "0", "3"]  # no claim passes or fails at smoke scale
+    assert cells[4:12] == ["not compared"] * 8  # paper values: shown, no verdict
+    assert cells[12:15] == ["0", "0", "3"]  # no claim passes or fails at smoke scale
     assert "✓" not in text and "✗" not in text
     section = text[text.index("### Figure 11"):]
     assert section.startswith("### Figure 11 — `fletcher-fig11` (smoke — not the paper's setting)")
@@ -211,7 +213,7 @@ def test_smoke_report_evaluates_no_claim_and_boxes_not_dp_rows(tmp_path):
     paper = render_frame(spec, "paper", rendered.frame.assign(scale="paper"), r, f)
     footer = paper.files[0].read_text()
     assert "6 of the 42 values printed in Figure 11" in footer  # 3 series x 2 datasets
-    assert re.search(r"\d of 6 compared values are within the spec's tolerance ±0.03", footer)
+    assert "reprint a number the paper prints elsewhere and are counted once, at the original" in footer
 
 
 def test_table2_footer_counts_what_it_compares(tmp_path):
@@ -231,9 +233,8 @@ def test_table2_footer_counts_what_it_compares(tmp_path):
     paper = render_frame(spec, "paper", at_500, r, f)
     md = paper.files[0].read_text()
     assert "4 of the 20 values printed in Table 2 of the paper" in md
-    assert "4 timings are shown without a verdict (machine-dependent)" in md
-    assert "no value is judged against the spec's tolerance ±1" in md
-    assert set(paper.agg["verdict"]) == {"timing (no verdict: machine-dependent)"}
+    assert "0 are reproduced" in md and "20 not judged (20 timings)" in md
+    assert set(paper.agg["verdict"]) == {TIMING_VERDICT}
 
 
 def test_spec_text_is_literal_in_markdown_and_html(tmp_path):
@@ -242,8 +243,8 @@ def test_spec_text_is_literal_in_markdown_and_html(tmp_path):
     assert "g\\*\\_l = 1" in text  # escaped in the Markdown (dpboost-fig2's notes)
     assert "g*_l = 1" in html and "3 g*^2" in html
     # the only italics are the report's own (the intro's words and "*Notes:*")
-    assert set(re.findall(r"<em>(.*?)</em>", html)) <= {"paper", "reproduced", "explained",
-                                                        "unexplained", "Notes:"}
+    assert set(re.findall(r"<em>(.*?)</em>", html)) <= {"paper", "reproduced", "shown", "plausible",
+                                                        "unexplained", "post hoc", "refuted", "Notes:"}
 
 
 def _html_row(html: str, exp: str) -> list[tuple[str, str]]:
@@ -254,10 +255,10 @@ def _html_row(html: str, exp: str) -> list[tuple[str, str]]:
 
 def test_paper_scale_verdicts_agree_in_table_html_and_summary(tmp_path):
     r, f = tmp_path / "results", tmp_path / "figures"
-    # Claves: Ours 0.7 and JPW 0.69 are within 0.03 of the printed 0.675 and 0.70; FS 0.6 is
-    # 0.281 above the printed 0.319, its spread (±0.01) does not reach it, and the spec
-    # leaves that miss unexplained.
-    means = {**FIG11_MEANS, "Ours (2017 smooth sensitivity)": 0.7, "JPW": 0.69, "FS": 0.6}
+    # Claves: Ours 0.675 and JPW 0.70 land on the printed 0.675 and 0.70 (100 runs, spread
+    # ±0.01: the 90% interval of the difference is inside ±0.01); FS 0.6 is 0.281 above the
+    # printed 0.319 and the spec leaves that miss unexplained.
+    means = {**FIG11_MEANS, "Ours (2017 smooth sensitivity)": 0.675, "JPW": 0.70, "FS": 0.6}
     cache_cells(r, "fletcher-fig11", datasets=["claves"], scale="paper", metric="accuracy",
                 means=means, not_dp=("Ours (2017 smooth sensitivity)",))
     md_path, html_path = write_report(r, f, "paper")
@@ -265,59 +266,60 @@ def test_paper_scale_verdicts_agree_in_table_html_and_summary(tmp_path):
     row = {x["artefact"]: x for x in json.loads((r / "summary.json").read_text())}["fletcher-fig11"]
     assert row["scale"] == "paper" and row["paper"] == "fletcher-islam-2017-with-2021-addendum"
     assert row["title"].endswith("Differentially Private Random Decision Forests using Smooth Sensitivity")
-    assert (row["values_reproduced"], row["values_explained"], row["values_unexplained"]) == (2, 0, 1)
-    assert row["values_total"] == 42 and row["claims_pass"] == 3 and row["claims_fail"] == 0
+    assert (row["values_reproduced"], row["values_shown"], row["values_refuted"],
+            row["values_plausible"], row["values_unexplained"]) == (2, 0, 0, 0, 1)
+    # 42 printed: 7 reprint Fig. 4's (calibration) values, the other 35 have no row here
+    assert (row["values_total"], row["values_reprinted"], row["values_not_judged"]) == (42, 7, 32)
+    assert row["values_by_kind"]["performance"]["printed"] == 35
+    # Ours (0.675) no longer beats JPW (0.70): that claim fails, its explanation is post hoc
+    assert (row["claims_pass"], row["claims_fail"], row["claims_fail_plausible"]) == (2, 1, 1)
     # the Markdown and the HTML verdict tables say the same, in colour in the HTML
     md_cells = [c.strip() for c in _row(text, "fletcher-fig11").split("|")[1:-1]]
     html_cells = _html_row(html, "fletcher-fig11")
     assert html_cells[0][1] == "Figure 11 (fletcher-fig11)" and md_cells[0] == f"[{html_cells[0][1]}](#fletcher-fig11)"
     assert [t for _, t in html_cells[1:]] == [c.replace("\\", "") for c in md_cells[1:]]
     assert md_cells[2] == f"{row['cells_done']} / {row['cells_total']}"
-    assert html_cells[4] == ("v-good n", "2") and html_cells[5] == ("n", "0") and html_cells[6] == ("v-bad n", "1")
-    assert html_cells[7] == ("v-good n", "3")
+    assert html_cells[4] == ("v-none n", "7 / 0") and html_cells[5] == ("v-warn n", "2 of 35")
+    assert html_cells[6] == ("v-good n", "2") and html_cells[7] == html_cells[8] == ("n", "0")
+    assert html_cells[10] == ("v-bad n", "1") and html_cells[11] == ("v-none n", "32")
+    assert html_cells[12] == ("v-good n", "2") and html_cells[13] == ("v-bad n", "1 (0 / 1 / 0)")
+    # the first line of the report is the model-performance count
+    assert text.splitlines()[2].startswith("**Model performance: ")
     # the section: per-value verdicts with our interval, the Wilcoxon tests, the command
     section = text[text.index('<a id="fletcher-fig11">'):text.index('<a id="fletcher-fig12">')]
     fs = next(x for x in section.splitlines() if x.startswith("| claves | FS |"))
-    assert re.search(r"\| 0\.6\d* ± [\d.e-]+ \| \d+ \| \[0\.5\d+, 0\.6\d+\] \| 0\.319 \| \+0\.28\d* \| unexplained \|", fs)
+    assert re.search(r"\| 0\.6\d* ± [\d.e-]+ \| \d+ \| \[0\.5\d+, 0\.6\d+\] \| 0\.319 \| \+0\.28\d* \| "
+                     r"performance, ±0\.01 \| \[\+0\.28\d*, \+0\.28\d*\] \| unexplained \|", fs)
     assert "Wilcoxon signed-rank tests of **Ours (2017 smooth sensitivity)**" in section
     assert "`dpexp run fletcher-fig11 --scale paper` then `dpexp render fletcher-fig11 --scale paper`" in section
     assert '<td class="v-bad">unexplained</td>' in html and '<td class="v-good">reproduced</td>' in html
 
 
-def _section_with(comparison: pd.DataFrame, explained: str | None = None):
-    import copy
-
-    from dpexp.render.report import Section
-
+def test_value_statuses_in_the_section_and_its_counts():
     spec = copy.deepcopy(resolve("fletcher-fig11"))
-    if explained:
-        spec.paper_values["values"][0]["explained"] = explained
-    return Section(spec, "paper", comparison=comparison)
-
-
-def test_value_verdicts_with_and_without_the_value_verdict_column():
-    from dpexp.render.report import _comparison_md, value_counts
-
     base = {"dataset": "synthA", "display": "JPW", "epsilon": 1.0, "metric": "accuracy",
             "step": math.nan, "mean": 0.6, "std": 0.01, "n": 100, "paper_value": 0.537,
-            "paper_std": math.nan, "diff": 0.063, "paper_entry": 0, "verdict": "✗"}
-    old = pd.DataFrame([{**base, "within_tolerance": False},
-                        {**base, "within_tolerance": True, "paper_entry": 1, "verdict": "✓"}])
-    # before the aggregation gives value_verdict: tolerance, then the spec's explained text
-    assert value_counts(_section_with(old)) == {"values_reproduced": 1, "values_explained": 0,
-                                                "values_unexplained": 1}
-    sec = _section_with(old, explained="JPW's extra depth (see the ablation)")
-    assert value_counts(sec)["values_explained"] == 1
+            "paper_std": math.nan, "diff": 0.063, "paper_entry": 14, "verdict": "✗",
+            "explanation": "the draw (see the ablation)", "post_hoc": "another generator",
+            "paper_kind": "performance", "tolerance": 0.01, "ci_low": 0.598, "ci_high": 0.602,
+            "eq_low": 0.061, "eq_high": 0.065, "calibration": "", "reprint_of": ""}
+    comparison = pd.DataFrame([base, {**base, "paper_entry": 0, "verdict": "✓", "explanation": "",
+                                      "reprint_of": "fletcher-fig4: dataset synthA"}])
+    statuses = [ValueStatus(14, "performance", "plausible", post_hoc=True),
+                ValueStatus(0, "performance", "reproduced", reprint=True),
+                ValueStatus(15, "performance", "not judged", "no result of ours for it")]
+    sec = Section(spec, "paper", comparison=comparison, statuses=statuses)
+    counts = value_counts(sec)
+    assert (counts["values_plausible"], counts["values_reproduced"], counts["values_reprinted"],
+            counts["values_not_judged"]) == (1, 0, 1, 1)
+    assert counts["values_by_kind"] == {"performance": {"printed": 2, "reproduced": 0, "shown": 0,
+                                                        "refuted": 0, "plausible": 1, "unexplained": 0,
+                                                        "not_judged": 1}}
     md = _comparison_md(sec)
-    assert "| explained (note 1) |" in md and "*Note 1:* JPW's extra depth (see the ablation)" in md
-    # with the column: it decides (here against the tolerance column), None is not counted
-    new = old.assign(value_verdict=["explained", None], explanation=["because", ""],
-                     ci_low=[0.598, 0.598], ci_high=[0.602, 0.602])
-    assert value_counts(_section_with(new)) == {"values_reproduced": 0, "values_explained": 1,
-                                                "values_unexplained": 0}
-    md = _comparison_md(_section_with(new))
-    assert "| [0.598, 0.602] |" in md and "*Note 1:* because" in md
-    assert md.count("explained (note") == 1
+    assert "| plausible, post hoc (note 1) |" in md
+    assert "*Note 1:* the draw (see the ablation) Post hoc: another generator" in md
+    assert "reproduced \\[reprint of fletcher-fig4: dataset synthA: counted there\\]" in md
+    assert "| [0.598, 0.602] |" in md and "| performance, ±0.01 | [+0.061, +0.065] |" in md
 
 
 def test_cells_total_counts_the_datasets_that_can_be_had(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import require_datasets
 from typer.testing import CliRunner
 
 from dpexp.cli import app
@@ -138,10 +139,14 @@ def test_schema_columns_private_and_diagnostics(env):
     assert list(union.columns) == list(frame.columns)
     dp = frame[frame.algorithm == "fletcher_forest"]
     rf = frame[frame.algorithm == "breiman_rf"]
-    assert dp["private"].all() and not rf["private"].any()
+    # synthA's domain is observed: the DP forest's rows are not DP, and say why (issue #38)
+    assert not dp["private"].any() and not rf["private"].any()
     assert (rf["not_dp_reason"] == "non-private algorithm").all()
-    assert dp["not_dp_reason"].isna().all()  # "" in the cache, empty in the CSV
+    assert (dp["not_dp_reason"] == "domain observed (not DP: domain from data: all 5 features)").all()
     assert frame["domain_source"].notna().all()
+    from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
+
+    assert (dp["noise"] == SEEDED_NOISE).all() and (rf["noise"] == NO_NOISE).all()
     assert set(dp["metric_kind"]) == {"metric", "diagnostic"}  # the forest has diagnostics_
     assert set(dp[dp.metric == "accuracy"]["metric_kind"]) == {"metric"}
     assert (dp["p_n_trees"] == 3).all() and dp["p_n_estimators"].isna().all()
@@ -218,7 +223,8 @@ def test_not_dp_fit_has_no_epsilon_spent(env, monkeypatch):
     table = pd.read_csv(env[1] / "notdp" / "results-smoke.csv")
     assert not table["private"].any()
     assert table["epsilon_spent"].isna().all()
-    assert (table["not_dp_reason"] == "test: a leaf rule that is not DP").all()
+    assert (table["not_dp_reason"] == "test: a leaf rule that is not DP; domain observed "
+                                      "(not DP: domain from data: all 5 features)").all()
 
 
 # ------------------------------------------------------------------ 3: timing without compilation
@@ -236,6 +242,7 @@ TIMING = {
 
 def test_first_fold_is_not_a_timing_outlier(tmp_path):
     """A fresh process (no compiled kernels in memory) times fold 0 like the others."""
+    require_datasets(*TIMING["datasets"])  # a subprocess: the in-process download guard misses it
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "timing.yaml").write_text(yaml.safe_dump(TIMING))

@@ -10,7 +10,16 @@ import yaml
 
 from dpexp.errors import SpecError, UnknownNameError
 from dpexp.experiments.cells import expand, grid_points
-from dpexp.experiments.spec import all_specs, load_spec_file, parse_spec, resolve
+from dpexp.experiments.spec import (
+    EQUIVALENCE_KINDS,
+    VALUE_KINDS,
+    all_specs,
+    entry_kind,
+    load_catalog,
+    load_spec_file,
+    parse_spec,
+    resolve,
+)
 from dpexp.registry import all_algorithms
 
 BASE = {
@@ -161,3 +170,36 @@ def test_a_per_task_series_is_stale_only_for_the_other_tasks_value():
     assert is_stale(label, canonical_json({"max_depth": 5}), current, "classification")
     assert not is_stale(label, canonical_json({"max_depth": 5}), current, "regression")
     assert is_stale(label, canonical_json({"max_depth": 4}), current, "regression")
+
+
+def _printed(spec_id: str, values: list[dict]) -> dict:
+    return {**BASE, "id": spec_id, "paper_values": {
+        "kind": "performance", "tolerance": 0.01, "tolerance_reason": "half a unit plus the paper's std",
+        "values": values}}
+
+
+def test_every_shipped_paper_value_declares_its_kind_and_reason():
+    """Issue 41: every printed value has a kind, every tolerance its reason, and a reprint
+    names its original (the catalog loads only if each same_as does)."""
+    for s in all_specs().values():
+        pv = s.paper_values or {}
+        for v in pv.get("values") or []:
+            kind = entry_kind(pv, v)
+            assert kind in VALUE_KINDS, (s.id, v)
+            if kind in EQUIVALENCE_KINDS and "not_judged" not in v:
+                assert "tolerance" in v or "tolerance" in pv, (s.id, v)
+                assert v.get("tolerance_reason") or pv.get("tolerance_reason"), (s.id, v)
+
+
+def test_a_reprint_across_specs_must_name_one_original_with_the_same_number(tmp_path):
+    value = {"dataset": "synthA", "algorithm": "breiman_rf", "epsilon": 1, "metric": "accuracy"}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(_printed("a", [{**value, "value": 0.9}])))
+    link = {"experiment": "a", **value}
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(_printed("b", [{**value, "value": 0.9, "same_as": link}])))
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(_printed("c", [{**value, "value": 0.8, "same_as": link}])))
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(_printed("d", [{**value, "value": 0.9,
+                                                                    "same_as": {**link, "experiment": "zz"}}])))
+    catalog = load_catalog(tmp_path)
+    assert {"a", "b"} <= set(catalog.specs)
+    assert "same_as names a value that is not the same number" in str(catalog.errors["c"])
+    assert "paper_values.values[0].same_as names experiment 'zz'" in str(catalog.errors["d"])

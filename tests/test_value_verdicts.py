@@ -1,9 +1,11 @@
-"""Per printed value: our 95% interval, the paper's value, a verdict (issues 19, 21).
+"""Per printed value: a kind, the kind's rule, a verdict, counted once (issues 19, 21, 41).
 
-reproduced = within the spec's tolerance or the paper's value inside the interval that
-accounts for both sources of variation; explained = a miss whose spec entry carries
-``explained:`` evidence; unexplained = any other miss; None at smoke scale and for
-diagnostics. Claims carry ``explained:`` too; the Wilcoxon table has a stable API.
+Descriptors and formulas are equal at the printed precision or not; performance values
+and diagnostics are judged by TOST at 5% (the 90% interval of ours - paper inside
+±tolerance, the paper's std entering the standard error where printed); timings are shown,
+never judged. A noisier run never reproduces more easily; a reprinted number counts once;
+a calibration value is counted apart; a post-hoc explanation is not "shown". Claims carry
+``explained:`` too; the Wilcoxon table has a stable API.
 """
 
 from __future__ import annotations
@@ -14,22 +16,24 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from scipy.stats import t as student_t
-from scipy.stats import ttest_ind_from_stats
 from test_render_partial import cache_cells
 
 from dpexp.errors import SpecError
 from dpexp.experiments.spec import parse_spec, resolve
 from dpexp.render.aggregate import (
-    DIAGNOSTIC_VERDICT,
     NO_MEAN_VERDICT,
-    NO_TOLERANCE_VERDICT,
+    ONE_RUN_VERDICT,
     SMOKE_VERDICT,
+    TIMING_VERDICT,
     attach_paper_values,
-    comparison_interval,
     comparison_summary,
+    difference_interval,
+    equal_at_precision,
     judge_value,
     mean_interval,
     paper_runs,
+    printed_unit,
+    value_statuses,
 )
 from dpexp.render.claims import NOT_EVALUATED_SMOKE, check_claims
 from dpexp.render.render import render_experiment, render_frame
@@ -40,13 +44,15 @@ from dpexp.render.significance import (
 )
 
 EVIDENCE = "ablation fletcher-fig11-depth: depth 5 instead of 6 costs 0.04 accuracy (0.86 vs 0.90)"
+REASON = "half a unit of the printed digit plus the variation the paper reports"
 
 
-def _spec(values: list[dict], *, tolerance: float | None = 0.001, folds: int = 10, repeats: int = 1,
-          claims: list | None = None) -> object:
-    pv: dict = {"source": "Table X", "values": values}
+def _spec(values: list[dict], *, tolerance: float | None = 0.01, folds: int = 10, repeats: int = 1,
+          claims: list | None = None, kind: str = "performance") -> object:
+    pv: dict = {"source": "Table X", "kind": kind, "values": values}
     if tolerance is not None:
         pv["tolerance"] = tolerance
+        pv["tolerance_reason"] = REASON
     raw = {"id": "t", "paper": "p", "artefact": "Table X", "kind": "table", "caption": "c",
            "datasets": ["d"], "algorithms": [{"name": "a", "label": "A"}, {"name": "b", "label": "B"}],
            "epsilons": [1], "cv": {"scheme": "kfold", "folds": folds, "repeats": repeats},
@@ -77,103 +83,183 @@ def test_mean_interval_is_student_t_with_n_minus_1_dof():
     assert all(math.isnan(x) for x in mean_interval(0.8, 0.0, 1))  # n = 1: no interval
 
 
-def test_value_inside_and_outside_our_interval():
-    # mean 0.80, std 0.02, n 10: our interval is 0.80 ± 0.0143; the tolerance (0.001) misses both.
-    spec = _spec([_entry("A", 0.81), _entry("B", 0.85)])
+def test_performance_is_judged_by_tost_at_5_percent():
+    # ours 0.80 ± 0.02 over 10 runs: the 90% interval of ours - paper is diff ± 0.0116
+    half = student_t.ppf(0.95, 9) * 0.02 / math.sqrt(10)
+    low, high = difference_interval(-0.005, 0.02, 10, math.nan, 10)
+    assert (low, high) == (pytest.approx(-0.005 - half), pytest.approx(-0.005 + half))
+    spec = _spec([_entry("A", 0.80), _entry("B", 0.805)], tolerance=0.015)
     agg = attach_paper_values(_agg([("A", 0.80, 0.02, 10), ("B", 0.80, 0.02, 10)]), spec, "paper")
     a, b = agg.iloc[0], agg.iloc[1]
-    assert a["ci_low"] == pytest.approx(0.7857, abs=1e-4) and a["ci_high"] == pytest.approx(0.8143, abs=1e-4)
-    assert a["within_tolerance"] is False and a["paper_in_ci"] is True and a["value_verdict"] == "reproduced"
-    assert a["verdict"] == "✓ (by interval)"  # reproduced, but farther than the tolerance
-    assert b["within_tolerance"] is False and b["paper_in_ci"] is False and b["value_verdict"] == "unexplained"
-    assert b["verdict"] == "✗" and b["explanation"] == ""
-    summary = comparison_summary(agg, spec, "paper")
-    assert (summary.reproduced, summary.explained, summary.unexplained) == (1, 0, 1)
-    assert summary.verdict_cell() == "1 / 0 / 1"
-    assert "of 2 judged values, 1 are reproduced" in summary.text()
+    assert a["equivalent"] is True and a["value_verdict"] == "reproduced" and a["verdict"] == "✓"
+    # |diff| 0.005 is well within 0.015, but the interval reaches -0.0166: not equivalent
+    assert b["equivalent"] is False and b["value_verdict"] == "unexplained" and b["verdict"] == "✗"
+    assert b["eq_low"] < -0.015 < b["eq_high"]
+    assert a["paper_kind"] == "performance" and a["tolerance"] == 0.015
 
 
-def test_within_tolerance_alone_reproduces():
-    spec = _spec([_entry("A", 0.85)], tolerance=0.06)
-    row = attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), spec, "paper").iloc[0]
-    assert row["within_tolerance"] is True and row["paper_in_ci"] is False
-    assert row["value_verdict"] == "reproduced" and row["verdict"] == "✓"
+def test_a_noisier_run_never_reproduces_more_easily():
+    spec = _spec([_entry("A", 0.81)], tolerance=0.02)
+    verdicts = [attach_paper_values(_agg([("A", 0.80, std, 10)]), spec, "paper").iloc[0]["equivalent"]
+                for std in (0.001, 0.01, 0.02, 0.05, 0.1, 0.3)]
+    assert verdicts[0] is True and verdicts[-1] is False
+    # once a noisier run fails, every noisier one fails too (the old "or inside our
+    # interval" clause made a wider interval reproduce more easily)
+    assert verdicts == sorted(verdicts, reverse=True)
+    # and far values are never rescued by noise
+    far = _spec([_entry("A", 0.95)], tolerance=0.02)
+    assert not any(attach_paper_values(_agg([("A", 0.80, std, 10)]), far, "paper").iloc[0]["equivalent"]
+                   for std in (0.01, 0.1, 0.5, 1.0))
 
 
-def test_explained_miss_carries_the_evidence():
+def test_the_papers_std_enters_the_standard_error():
+    spec = _spec([_entry("A", 0.805, std=0.05)], tolerance=0.015)
+    assert paper_runs(spec) == 10
+    row = attach_paper_values(_agg([("A", 0.80, 0.01, 10)]), spec, "paper").iloc[0]
+    without = attach_paper_values(_agg([("A", 0.80, 0.01, 10)]), _spec([_entry("A", 0.805)], tolerance=0.015),
+                                  "paper").iloc[0]
+    assert without["equivalent"] is True  # our interval alone fits
+    assert row["eq_high"] - row["eq_low"] > without["eq_high"] - without["eq_low"]
+    assert row["equivalent"] is False  # the paper's own spread makes equivalence harder
+    # more paper runs shrink its standard error
+    many = _spec([_entry("A", 0.805, std=0.05)], repeats=10, tolerance=0.015)
+    assert paper_runs(many) == 100
+    assert attach_paper_values(_agg([("A", 0.80, 0.01, 10)]), many, "paper").iloc[0]["equivalent"] is True
+
+
+def test_descriptors_and_formulas_are_equal_at_the_printed_precision():
+    assert printed_unit(0.90483) == pytest.approx(1e-5) and printed_unit(3340) == 1
+    assert printed_unit(1.93e-22) == pytest.approx(1e-24) and printed_unit(0.7909999999999999) == pytest.approx(1e-3)
+    assert equal_at_precision(0.904837, 0.90483)  # truncated, as Fletcher & Islam's Table 2
+    assert equal_at_precision(0.367879, 0.36788)  # rounded
+    assert not equal_at_precision(0.90485, 0.90483)
+    assert equal_at_precision(1.9287e-22, 1.93e-22) and not equal_at_precision(3341.6, 3340)
+    spec = _spec([_entry("A", 0.905), _entry("B", 0.9)], tolerance=None, kind="formula")
+    agg = attach_paper_values(_agg([("A", 0.9051, 0.0, 2), ("B", 1.01, 0.0, 2)]), spec, "paper")
+    assert list(agg["value_verdict"]) == ["reproduced", "unexplained"]
+    assert agg["tolerance"].isna().all()
+
+
+def test_a_tolerance_needs_its_reason_and_applies_to_stochastic_kinds_only():
+    with pytest.raises(SpecError, match="paper_values.tolerance_reason"):
+        parse_spec({**_raw(), "paper_values": {"kind": "performance", "tolerance": 0.01,
+                                                 "values": [_entry("A", 0.8)]}}, Path("t.yaml"))
+    with pytest.raises(SpecError, match=r"paper_values.values\[0\].tolerance"):
+        _spec([_entry("A", 0.8, tolerance=0.1, tolerance_reason=REASON)], tolerance=None, kind="formula")
+    with pytest.raises(SpecError, match=r"paper_values.values\[0\].tolerance \(or paper_values.tolerance\) is required"):
+        _spec([_entry("A", 0.8)], tolerance=None)
+    with pytest.raises(SpecError, match=r"paper_values.values\[0\].kind"):
+        _spec([_entry("A", 0.8, kind="guess")])
+    with pytest.raises(SpecError, match=r"paper_values.values\[0\].shown.*cells"):
+        _spec([_entry("A", 0.8, explained=EVIDENCE, shown={"experiment": "x"})])
+    with pytest.raises(SpecError, match=r"paper_values.values\[0\].post_hoc qualifies an explanation"):
+        _spec([_entry("A", 0.8, post_hoc="another generator")])
+
+
+def _raw() -> dict:
+    return {"id": "t", "paper": "p", "artefact": "Table X", "kind": "table", "caption": "c",
+            "datasets": ["d"], "algorithms": [{"name": "a", "label": "A"}], "epsilons": [1],
+            "metrics": ["accuracy"]}
+
+
+def test_explained_miss_carries_the_evidence_and_its_status():
     spec = _spec([_entry("A", 0.85, explained=EVIDENCE)])
     row = attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), spec, "paper").iloc[0]
     assert row["value_verdict"] == "explained" and row["explanation"] == EVIDENCE
-    assert row["verdict"] == "✗ (explained)"
+    assert row["explanation_status"] == "plausible" and row["verdict"] == "✗ (explained: plausible)"
     # the evidence never turns a hit into a miss
-    hit = attach_paper_values(_agg([("A", 0.849, 0.02, 10)]), spec, "paper").iloc[0]
+    hit = attach_paper_values(_agg([("A", 0.849, 0.002, 10)]), spec, "paper").iloc[0]
     assert hit["value_verdict"] == "reproduced"
+    shown = {"experiment": "abl", "cells": {"dataset": "d", "algorithm": "A"}}
+    declared = _spec([_entry("A", 0.85, explained=EVIDENCE, shown=shown)])
+    assert attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), declared, "paper").iloc[0]["verdict"] \
+        == "✗ (explained: shown)"
 
 
-def test_n_equal_1_has_no_interval():
-    spec = _spec([_entry("A", 0.80)], tolerance=0.01)
-    row = attach_paper_values(_agg([("A", 0.805, 0.0, 1)]), spec, "paper").iloc[0]
-    assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"]) and row["paper_in_ci"] is None
-    assert row["value_verdict"] == "reproduced"  # by the tolerance alone
-    miss = attach_paper_values(_agg([("A", 0.90, 0.0, 1)]), spec, "paper").iloc[0]
-    assert miss["value_verdict"] == "unexplained"
-    # neither a tolerance nor an interval: no verdict, and the column says why
-    none = attach_paper_values(_agg([("A", 0.90, 0.0, 1)]), _spec([_entry("A", 0.80)], tolerance=None), "paper")
-    assert none.iloc[0]["value_verdict"] is None and none.iloc[0]["verdict"] == NO_TOLERANCE_VERDICT
-    # without a tolerance, the interval alone judges (n >= 2)
-    by_ci = attach_paper_values(_agg([("A", 0.90, 0.01, 5)]), _spec([_entry("A", 0.80)], tolerance=None), "paper")
-    assert by_ci.iloc[0]["within_tolerance"] is None and by_ci.iloc[0]["value_verdict"] == "unexplained"
+def _lands(spec, entry) -> tuple[bool, str]:
+    """A shown check whose named cells land."""
+    return True, "lands"
 
 
-def test_paper_std_widens_the_interval_like_a_welch_test():
-    # 0.83 is outside our own interval (0.80 ± 0.0143) but the paper's std 0.05 over its 10
-    # runs (the spec's cv: 10 folds x 1 repeat) makes the difference insignificant.
-    spec = _spec([_entry("A", 0.83, std=0.05)])
-    assert paper_runs(spec) == 10
-    row = attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), spec, "paper").iloc[0]
-    assert not (row["ci_low"] <= 0.83 <= row["ci_high"])  # ours alone excludes it
-    assert row["match_low"] < row["ci_low"] and row["match_high"] > row["ci_high"]
-    assert row["paper_in_ci"] is True and row["value_verdict"] == "reproduced"
-    assert attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), _spec([_entry("A", 0.83)]),
-                               "paper").iloc[0]["value_verdict"] == "unexplained"
-    # the rule is a two-sided Welch t-test at 5 %: inside <=> p >= 0.05
-    for paper in (0.81, 0.83, 0.836, 0.84, 0.86):
-        low, high = comparison_interval(0.80, 0.02, 10, 0.05, 10)
-        p = ttest_ind_from_stats(0.80, 0.02 * math.sqrt(10 / 9), 10, paper, 0.05 * math.sqrt(10 / 9), 10,
-                                 equal_var=False).pvalue
-        assert (low <= paper <= high) == (p >= 0.05), paper
-    # more paper runs (10 x 10-fold) shrink its standard error: 0.836 falls outside again
-    many = _spec([_entry("A", 0.836, std=0.05)], repeats=10)
-    assert paper_runs(many) == 100
-    assert attach_paper_values(_agg([("A", 0.80, 0.02, 10)]), many, "paper").iloc[0]["paper_in_ci"] is False
+def _misses(spec, entry) -> tuple[bool, str]:
+    """A shown check whose named cells do not land."""
+    return False, "0.70 vs 0.85"
 
 
-def test_smoke_and_timings_get_no_verdict():
+def test_a_post_hoc_explanation_is_not_shown():
+    shown = {"experiment": "abl", "cells": {"dataset": "d", "algorithm": "A"}}
+    entries = [_entry("A", 0.85, explained=EVIDENCE, shown=shown),
+               _entry("B", 0.85, explained=EVIDENCE, shown=shown, post_hoc="another generator")]
+    spec = _spec(entries)
+    agg = attach_paper_values(_agg([("A", 0.80, 0.02, 10), ("B", 0.80, 0.02, 10)]), spec, "paper")
+    assert agg.iloc[1]["verdict"] == "✗ (explained: plausible, post hoc)"
+    a, b = value_statuses(agg, spec, "paper", shown_check=_lands)
+    assert a.status == "shown"
+    assert b.status == "plausible" and b.landed_post_hoc and "post hoc" in b.reason
+    # cells that do not land make a declared "shown" plausible, and say why
+    a, _ = value_statuses(agg, spec, "paper", shown_check=_misses)
+    assert a.status == "plausible" and "do not land: 0.70 vs 0.85" in a.reason
+
+
+def test_a_reprinted_number_counts_once_and_calibration_apart():
+    entries = [_entry("A", 0.80, calibration="the generator was chosen on it"),
+               {**_entry("B", 0.80), "same_as": {"algorithm": "A", "metric": "accuracy"}},
+               {**_entry("A", 0.70), "metric": "auc"}]
+    spec = _spec(entries)
+    agg = attach_paper_values(_agg([("A", 0.80, 0.001, 10), ("B", 0.80, 0.001, 10)]), spec, "paper")
+    summary = comparison_summary(agg, spec, "paper")
+    assert (summary.printed, summary.reprinted, summary.calibration) == (3, 1, 1)
+    # neither the calibration value nor its reprint is a reproduction; the AUC has no row
+    assert (summary.reproduced, summary.not_judged, summary.counted) == (0, 1, 1)
+    assert summary.verdict_cell() == "0 / 0 / 0 / 0 / 0 / 1"
+    assert "counted once, at the original" in summary.text() and "counted apart" in summary.text()
+    with pytest.raises(SpecError, match="same_as names a value that is not the same number"):
+        _spec([_entry("A", 0.80), {**_entry("B", 0.81), "same_as": {"algorithm": "A"}}])
+    with pytest.raises(SpecError, match="same_as must name exactly one"):
+        _spec([_entry("A", 0.80), {**_entry("B", 0.80), "same_as": {"algorithm": "C"}}])
+
+
+def test_a_miss_the_papers_own_numbers_exclude_is_refuted_not_plausible():
+    proof = "Fig. 11's accuracy 0.906 forces mean F1 >= 1 - e/p = 0.812 above the printed 0.756"
+    spec = _spec([_entry("A", 0.756, explained=EVIDENCE, refuted=proof), _entry("B", 0.80, refuted=proof)])
+    agg = attach_paper_values(_agg([("A", 0.89, 0.02, 10), ("B", 0.80, 0.001, 10)]), spec, "paper")
+    missed, hit = value_statuses(agg, spec, "paper")
+    assert (missed.status, missed.reason) == ("refuted", proof)
+    assert hit.status == "reproduced"  # a proof never turns a hit into a miss
+    summary = comparison_summary(agg, spec, "paper")
+    assert (summary.refuted, summary.plausible, summary.reproduced) == (1, 0, 1)
+    with pytest.raises(SpecError, match=r"paper_values.values\[0\].refuted"):
+        _spec([_entry("A", 0.8, refuted="")])
+
+
+def test_smoke_timings_and_one_run_get_no_verdict():
     spec = _spec([_entry("A", 0.81), _entry("B", 0.81)])
     smoke = attach_paper_values(_agg([("A", 0.80, 0.02, 10), ("B", 0.80, 0.02, 10)]), spec, "smoke")
-    assert smoke["value_verdict"].isna().all() and smoke["paper_in_ci"].isna().all()
-    assert smoke["within_tolerance"].isna().all() and set(smoke["verdict"]) == {SMOKE_VERDICT}
+    assert smoke["value_verdict"].isna().all() and smoke["equivalent"].isna().all()
+    assert set(smoke["verdict"]) == {SMOKE_VERDICT}
     assert smoke["ci_low"].notna().all()  # our interval is still shown
     assert comparison_summary(smoke, spec, "smoke").verdict_cell() == SMOKE_VERDICT
-    # a diagnostic count or fraction the paper prints is judged; a timing is not
-    diag = attach_paper_values(_agg([("A", 0.80, 0.02, 10, True), ("B", 0.80, 0.02, 10)]), spec, "paper")
-    assert diag.iloc[0]["value_verdict"] == "reproduced" and diag.iloc[1]["value_verdict"] == "reproduced"
-    timing_spec = _spec([_entry("A", 0.81, metric="seconds_per_tree")])
+    timing_spec = _spec([_entry("A", 0.81, metric="seconds_per_tree")], tolerance=None, kind="timing")
     timing = attach_paper_values(_agg([("A", 0.80, 0.02, 10, True)]).assign(metric="seconds_per_tree"),
                                  timing_spec, "paper")
-    assert timing.iloc[0]["value_verdict"] is None and timing.iloc[0]["verdict"] == DIAGNOSTIC_VERDICT
-    # an undefined mean of ours (e.g. a metric NaN on every fold) is not a miss
+    assert timing.iloc[0]["value_verdict"] is None and timing.iloc[0]["verdict"] == TIMING_VERDICT
+    (status,) = value_statuses(timing, timing_spec, "paper")
+    assert status.status == "not judged" and "timing" in status.reason
     nan_mean = attach_paper_values(_agg([("A", math.nan, math.nan, 10)]), spec, "paper").iloc[0]
-    assert nan_mean["value_verdict"] is None and nan_mean["within_tolerance"] is None
-    assert nan_mean["verdict"] == NO_MEAN_VERDICT
+    assert nan_mean["value_verdict"] is None and nan_mean["verdict"] == NO_MEAN_VERDICT
+    one = attach_paper_values(_agg([("A", 0.81, 0.0, 1)]), spec, "paper").iloc[0]
+    assert one["value_verdict"] is None and one["verdict"] == ONE_RUN_VERDICT
+    unjudged = _spec([_entry("A", 0.81, not_judged="method not public")])
+    (status,) = value_statuses(attach_paper_values(_agg([("A", 0.5, 0.1, 10)]), unjudged, "paper"),
+                               unjudged, "paper")
+    assert status.status == "not judged" and status.reason == "method not public"
 
 
 def test_judge_value_rule():
-    assert judge_value(None, None, EVIDENCE) is None
-    assert judge_value(False, True, "") == "reproduced"
-    assert judge_value(True, None, "") == "reproduced"
-    assert judge_value(False, False, EVIDENCE) == "explained"
-    assert judge_value(None, False, "") == "unexplained"
+    assert judge_value(None, EVIDENCE) is None
+    assert judge_value(True, EVIDENCE) == "reproduced"
+    assert judge_value(False, EVIDENCE) == "explained"
+    assert judge_value(False, "") == "unexplained"
 
 
 def test_spec_validates_explained_and_entries():
@@ -187,6 +273,8 @@ def test_spec_validates_explained_and_entries():
         ([_entry("A", 0.8, explaned=EVIDENCE)], [], "did you mean 'explained'"),
         ([], [{"text": "x", "better": "A", "than": ["B"], "metric": "accuracy", "explained": 1}],
          "claims[0].explained"),
+        ([], [{"text": "x", "better": "A", "than": ["B"], "metric": "accuracy", "explained": EVIDENCE,
+               "shown": {"experiment": "e", "cells": {}}}], "claims[0].shown"),
     ]
     for values, claims, needle in bad:
         with pytest.raises(SpecError, match=__import__("re").escape(needle)):
@@ -202,7 +290,7 @@ def test_claims_return_their_explanation():
               {"text": "B beats A", "better": "B", "than": ["A"], "metric": "accuracy", "direction": "higher"}]
     tasks = {"d": "classification"}
     fail, ok = check_claims(claims, agg, tasks, "paper")
-    assert (fail.status, fail.explanation) == ("fail", EVIDENCE)
+    assert (fail.status, fail.explanation, fail.explanation_status) == ("fail", EVIDENCE, "plausible")
     assert (ok.status, ok.explanation) == ("pass", "")
     smoke = check_claims(claims, agg, tasks, "smoke")
     assert smoke[0].status == NOT_EVALUATED_SMOKE and smoke[0].explanation == EVIDENCE
@@ -218,15 +306,16 @@ def test_tables_show_markers_and_significance_api(tmp_path):
     spec = resolve("fletcher-fig11")
     smoke = render_experiment(spec.at_scale("smoke"), "smoke", r, f)
     text = smoke.files[0].read_text()
-    assert "(paper 0.906)" in text and "✓" not in text and "✗" not in text  # no marker at smoke
+    assert r"(paper 0.906 \[reprint\])" in text and "✓" not in text and "✗" not in text  # no marker at smoke
     paper = render_frame(spec, "paper", smoke.frame.assign(scale="paper"), r, f)
     md = paper.files[0].read_text()
-    # ours 0.9 ± 0.01 vs 0.906 (tolerance 0.03): reproduced; JPW 0.6 vs 0.537: a miss the spec
-    # explains (the data draw, fletcher-ablation-synth-draws); FS 0.55 vs 0.553: reproduced
-    assert "(paper 0.906 ✓)" in md and "(paper 0.537 ✗ (explained))" in md and "(paper 0.553 ✓)" in md
+    # Fig. 11 reprints Fig. 4's Ours (calibration) values; JPW 0.6 vs 0.537: a miss the spec
+    # explains plausibly (the data draw, fletcher-ablation-synth-draws)
+    assert r"\[reprint\]" in md and "(paper 0.537 ✗ (explained: plausible, post hoc))" in md
     assert "Markers beside the paper's values: ✓ reproduced" in md
     csv = pd.read_csv(paper.files[1])
-    assert {"ci_low", "ci_high", "paper_in_ci", "value_verdict", "explanation"} <= set(csv.columns)
+    assert {"ci_low", "ci_high", "eq_low", "eq_high", "equivalent", "value_verdict", "explanation",
+            "explanation_status", "paper_kind", "reprint_of", "calibration"} <= set(csv.columns)
     # the report's Wilcoxon table: spec + raw frame
     table = significance_table(spec, paper.frame)
     assert list(table.columns) == SIGNIFICANCE_COLUMNS

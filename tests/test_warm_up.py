@@ -39,7 +39,7 @@ def test_warm_up_fits_once_with_few_trees(monkeypatch):
                            params={"n_trees": 5000, "trees_per_ensemble": 50})
     X, y = np.zeros((300, 2)), np.zeros(300)
     data = runner._Split(dataset=dataset, X_train=X, y_train=y)
-    runner._warm_up(cell, data, 0)
-    runner._warm_up(cell, data, 0)  # the same worker, algorithm and dataset: no second fit
+    runner._warm_up(cell, data, 0, 300)
+    runner._warm_up(cell, data, 0, 300)  # the same worker, algorithm and dataset: no second fit
     assert seen == [(300, 100)]
     assert cell.params["n_trees"] == 5000  # the cell itself keeps its trees

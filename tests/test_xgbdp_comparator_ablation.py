@@ -38,7 +38,7 @@ def _tree_spends(model, suffix):
 @pytest.mark.parametrize("cls", COMPARATORS)
 def test_default_is_the_papers_two_halves(cls):
     m = _fit(cls)
-    counts = _tree_spends(m, "noisy count")
+    counts = _tree_spends(m, "noisy counts")
     assert counts and m.accountant_.is_dp
     # every count and every split spend is the same half of a node's layer budget
     splits = _tree_spends(m, "split")
@@ -49,11 +49,11 @@ def test_default_is_the_papers_two_halves(cls):
 def test_count_share_moves_budget_and_keeps_the_total(cls):
     half = _fit(cls)
     m = _fit(cls, count_share=0.2)
-    c_half = _tree_spends(half, "noisy count")[0]
+    c_half = _tree_spends(half, "noisy counts")[0]
     # the layer budget is 2 * the paper's half; a 20/80 share of it
     layer = 2.0 * c_half
     eps_c, eps_o = per_node_budgets(layer, 0, 0.2)
-    assert np.allclose(_tree_spends(m, "noisy count"), eps_c)
+    assert np.allclose(_tree_spends(m, "noisy counts"), eps_c)
     assert np.allclose(_tree_spends(m, "split"), eps_o)
     assert np.allclose(_tree_spends(m, "noisy residual sum"), eps_o)
     assert m.accountant_.epsilon_spent == pytest.approx(1.0)
@@ -63,7 +63,7 @@ def test_count_share_moves_budget_and_keeps_the_total(cls):
 def test_forest_count_half_matches_per_node_half_budget():
     m = _fit(DPRandomForestXGBDPClassifier)
     # forest: eps/n per tree, eps/(2 n (d+1)) per node half (Section 5.1)
-    assert np.allclose(_tree_spends(m, "noisy count"), per_node_half_budget(1.0 / 2, 2))
+    assert np.allclose(_tree_spends(m, "noisy counts"), per_node_half_budget(1.0 / 2, 2))
 
 
 @pytest.mark.parametrize("cls", COMPARATORS)

@@ -8,6 +8,14 @@ sequential composition). A shared ``BudgetAccountant`` passed as ``accountant=``
 each fit (``clone`` keeps the same accountant) and refuses, before any work, a fit that
 would exceed its total. Use ``n_jobs=1``: fits in worker processes cannot charge the
 parent's accountant (they raise instead).
+
+Randomness: ``random_state=0`` fixes the public structure only. With the default
+``noise_rng=None`` every fit draws its noise from fresh OS entropy, never from
+``random_state``: the scores vary from run to run, and nobody can recompute a released
+model's noise from its seed. Reproducible noise is an explicit choice --
+``noise_rng=dpexp.privacy.seeded_noise(0)`` -- and then every fit of the search draws the
+*same* noise (a seed, re-spawned by each fit), which makes the search a research result,
+not a release.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ budget = BudgetAccountant(epsilon=20.0)  # the total the whole search may spend
 
 pipe = make_public_pipeline(
     PublicMinMaxScaler(feature_domain=[[-6.0, 6.0]] * 5),   # declared bounds, not the data's
+    # random_state: structure only; noise_rng=None (default): fresh noise in every fit
     FletcherForestClassifier(epsilon=1.0, n_trees=20, classes=[0, 1], random_state=0,
                              accountant=budget),
 )

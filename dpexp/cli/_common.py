@@ -45,9 +45,37 @@ def guarded(fn: F) -> F:
         except KeyboardInterrupt:
             again = "the same command without --force" if kwargs.get("force") else "the same command"
             err.print(f"interrupted: every finished cell is cached; run {again} to resume.")
-            raise typer.Exit(130) from None
+            raise typer.Exit(INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: Exit status after Ctrl-C (128 + SIGINT), as a shell reports a process it interrupted.
+INTERRUPTED = 130
+
+
+def _flags_without_type(cmd) -> None:
+    """Show a boolean flag as a flag (``--force``), not ``--force <bool>``: typer's help
+    prints a metavar for every option, so a flag's is set to nothing (``--help`` too,
+    which click builds afresh for each context)."""
+    for param in cmd.params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    if not getattr(cmd, "_dpexp_flags", False):
+        cmd.get_help_option = _typeless(cmd.get_help_option)
+        cmd._dpexp_flags = True
+    for sub in getattr(cmd, "commands", {}).values():
+        _flags_without_type(sub)
+
+
+def _typeless(get_help_option: Callable) -> Callable:
+    def wrapped(ctx):
+        option = get_help_option(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    return wrapped
 
 
 class OneLineErrors(TyperGroup):
@@ -56,11 +84,18 @@ class OneLineErrors(TyperGroup):
     a usage box; exit codes stay typer's (2 for bad usage, 1 for an abort)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        _flags_without_type(self)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except typer.Abort:
+        except KeyboardInterrupt:  # Ctrl-C outside a guarded command (e.g. while importing)
+            err.print("interrupted")
+            sys.exit(INTERRUPTED)
+        except typer.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # click's own Ctrl-C handling
+                err.print("interrupted")
+                sys.exit(INTERRUPTED)
             err.print("Aborted!")
             sys.exit(1)
         except typer.TyperException as exc:  # typer's (vendored click's) usage errors

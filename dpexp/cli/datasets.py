@@ -46,7 +46,7 @@ def datasets_list(as_json: Annotated[bool, typer.Option("--json")] = False):
 def datasets_download(
     name: Annotated[str | None, typer.Argument(help="Dataset name.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every downloadable dataset.")] = False,
-    mirror: Annotated[str | None, typer.Option("--mirror", help="Folder or http(s) URL laid out like shared/datasets [env: DPEXP_DATA_MIRROR].")] = None,
+    mirror: Annotated[str | None, typer.Option("--mirror", help="Folder or http(s) URL holding <dataset>/<file> [env: DPEXP_DATA_MIRROR].")] = None,
 ):
     """Download (and verify) dataset files into the data cache."""
     from dpexp.datasets import download

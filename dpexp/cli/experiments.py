@@ -78,8 +78,31 @@ def show(experiment: Annotated[str, typer.Argument(help="Experiment id or alias.
     spec = resolve(experiment)
     if experiment != spec.id:
         out.print(f"[bold]{experiment}[/] is an alias of [bold]{spec.id}[/]")
-    out.print(f"[bold]{spec.id}[/] — {spec.artefact} of {spec.paper} ({spec.path})")
-    typer.echo(spec.path.read_text())
+    out.print(f"[bold]{spec.id}[/] — {spec.artefact} of {spec.paper} ({spec.path}; long lines "
+              "wrapped for reading)")
+    width = max(60, min(out.width or 100, 100))
+    typer.echo("\n".join(wrap_yaml_line(line, width) for line in spec.path.read_text().splitlines()))
+
+
+#: Columns a line may run past the width before it is folded (no one-word orphan lines).
+SLACK = 20
+
+
+def wrap_yaml_line(line: str, width: int) -> str:
+    """One line of a spec folded at ``width`` for reading: continuation lines are indented
+    under the value (past ``key: `` and ``- ``), where YAML still reads a plain or quoted
+    scalar, and a line of a block scalar keeps its indentation."""
+    import textwrap
+
+    if len(line) <= width + SLACK:  # the specs' own folding (~105 columns) is left alone
+        return line
+    indent = len(line) - len(line.lstrip(" "))
+    body = line[indent:]
+    lead = 2 if body.startswith("- ") else 0
+    key, sep, _ = body[lead:].partition(": ")
+    hang = indent + lead + (2 if sep and " " not in key else 0)
+    return "\n".join(textwrap.wrap(line, width, subsequent_indent=" " * hang,
+                                    break_long_words=False, break_on_hyphens=False)) or line
 
 
 @guarded

@@ -3,6 +3,7 @@ cells, never recomputed."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -44,11 +45,12 @@ def render(
     chosen = filters(dataset, algorithms, epsilons, seed)
     rdir, fdir = dirs(results_dir, figures_dir)
     spec = resolve(experiment).at_scale(scale)
+    err.print(f"rendering {spec.id} at {scale} scale from the cached and committed cells…", highlight=False)
     r = render_experiment(spec, scale, rdir, fdir, **({"filters": chosen} if chosen.given else {}))
     if r.missing_cells:
         err.print(f"{r.missing_cells} cells of the grid are not cached yet; rendered what exists.")
     for f in r.files:
-        out.print(f"wrote {f}", highlight=False)
+        out.print(f"wrote {shown(f)}", highlight=False)
 
 
 @guarded
@@ -95,5 +97,29 @@ def report(
     from dpexp.render.report import write_report
 
     rdir, fdir = dirs(results_dir, figures_dir)
-    md, html_path = write_report(rdir, fdir, scale)
-    out.print(f"wrote {md}\nwrote {html_path}")
+    started = time.monotonic()
+
+    def step(i: int, n: int, exp: str) -> None:
+        err.print(f"[{i + 1}/{n}] {exp} ({time.monotonic() - started:.0f} s)", highlight=False)
+
+    md, html_path = write_report(rdir, fdir, scale, progress=step)
+    summary = md.with_name(md.name.replace("REPORT", "summary")).with_suffix(".json")
+    figures = sorted(p for p in Path(fdir).glob("*/*.png") if p.stat().st_mtime >= _wall_start(started))
+    for f in (md, html_path, summary):
+        out.print(f"wrote {shown(f)}", highlight=False)
+    out.print(f"re-rendered {len(figures)} figure{'' if len(figures) == 1 else 's'} under "
+              f"{shown(fdir)} and the tables under "
+              f"{shown(rdir)} (in {time.monotonic() - started:.0f} s)", highlight=False)
+
+
+def _wall_start(monotonic_start: float) -> float:
+    """The wall-clock time of a ``time.monotonic()`` instant (file times are wall-clock)."""
+    return time.time() - (time.monotonic() - monotonic_start) - 1.0
+
+
+def shown(path: Path) -> str:
+    """A path as the user typed it: relative to the working directory when under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -4,7 +4,6 @@ them would take (plan only reads)."""
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -76,7 +75,7 @@ def run(
     ledger: Annotated[bool, typer.Option("--ledger", help="Cache the full privacy ledger of every computed cell (else one row per scope and mechanism) and write the run's ledgers to a JSON file.")] = False,
     require_optional: Annotated[bool, typer.Option("--require-optional", help="Fail instead of skipping an algorithm whose optional package is missing.")] = False,
     skip_unavailable: Annotated[bool, typer.Option("--skip-unavailable", help="Leave out, with a note, datasets this machine cannot get (no network or mirror serving them, user-supplied files not supplied) instead of failing; a corrupted download still fails.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (a bar on a terminal, else a line every 30 s).")] = False,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
     from dpexp.experiments import runner as _runner
@@ -94,7 +93,7 @@ def run(
     if not no_render:
         _runner.check_writable(fdir, "figures directory")
     cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
-                            scheduler=scheduler, force=force, recompute_before=before, progress=not quiet and sys.stderr.isatty(),
+                            scheduler=scheduler, force=force, recompute_before=before, progress=not quiet,
                             require_optional=require_optional, full_ledger=ledger)
     for note in _runner.drop_unavailable(spec, require_optional)[1]:  # checked before the run
         err.print(f"note: {escape(note)}", highlight=False)
@@ -112,6 +111,8 @@ def run(
         f"{rep.cached} from cache, {rep.seconds:.1f}s; results (every cached cell): {rep.results_path}",
         highlight=False,
     )
+    if rep.stale:
+        err.print(f"note: {escape(rep.stale)}", highlight=False)
     if ledger:
         _write_ledgers(rep.spec, scale, rdir, seed)
     if not no_render:

@@ -1,7 +1,7 @@
 """Checksummed downloads with pooch, from the official host or a mirror.
 
 ``DPEXP_DATA_MIRROR`` (or ``mirror=``) replaces the official host: either a folder or an
-``http(s)://`` base URL laid out like ``../shared/datasets`` (``<mirror>/<mirror_path>``).
+``http(s)://`` base URL holding ``<mirror>/<mirror_path>`` (``<dataset>/<file>``).
 Files are verified against the registry's sha256; a mismatch deletes nothing that was
 already verified and raises :class:`~dpexp.errors.DatasetError` with the path and how to
 retry. Files without a published checksum are trusted on first use: the hash of the first
@@ -156,7 +156,7 @@ def fetch_file(
         raise error(
             f"Dataset {info.name!r}: {stale}could not download {f.name} from {url} "
             f"({type(exc).__name__}: {exc}). Check your connection, or set DPEXP_DATA_MIRROR "
-            f"to a folder or http(s) URL laid out like the project's shared/datasets, then "
+            f"to a folder or http(s) URL holding <dataset>/<file> (e.g. {info.name}/{f.name}), then "
             f"retry `dpexp datasets download {info.name}`."
         ) from None
     if f.sha256 is None:

@@ -29,17 +29,18 @@ import pandas as pd
 
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand, format_epsilon
+from dpexp.experiments.noise import row_noise
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = [
     "adopt_committed", "committed_payloads", "keep_committed_rows", "row_key", "table_path",
-    "write_table",
+    "write_table", "write_table_text",
 ]
 
 #: Text columns whose empty value is "" (not missing).
-_TEXT_COLUMNS = ("not_dp_reason", "domain_source", "label", "git_revision", "dpexp_version",
-                 "data_version")
+_TEXT_COLUMNS = ("not_dp_reason", "domain_source", "noise", "label", "git_revision",
+                 "dpexp_version", "data_version")
 #: Scales whose union table is compressed (and meant to be committed).
 COMPRESSED_SCALES = ("paper",)
 
@@ -57,15 +58,20 @@ def write_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: 
                          "metric", "step") if c in frame.columns]
     if len(frame) and order:
         frame = frame.sort_values(order, kind="stable", na_position="first")
-    text = frame.to_csv(index=False)
+    write_table_text(out, frame.to_csv(index=False))
+    return out
+
+
+def write_table_text(out: Path, text: str) -> None:
+    """Write a table's CSV text atomically; gzip without a timestamp for ``.gz`` (the same
+    text always gives the same bytes)."""
     if out.suffix != ".gz":
         cache.atomic_write_text(out, text)
-        return out
+        return
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
         gz.write(text.encode())
     cache.atomic_write_bytes(out, buf.getvalue())
-    return out
 
 
 def _key(values: dict[str, Any]) -> str:
@@ -113,6 +119,7 @@ def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
     for rec in records:
         row = {k: _clean(v) for k, v in rec.items() if not str(k).startswith("p_")}
         row["value"] = float(rec["value"])
+        row["noise"] = row_noise(row)  # tables written before the column: derived
         out.setdefault(_key(rec), []).append(row)
     return out
 

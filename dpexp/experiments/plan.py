@@ -60,9 +60,11 @@ import pandas as pd
 from dpexp.errors import DpexpError
 from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.committed import row_key, table_path
+from dpexp.experiments.design import declared_training_rows, with_n_records
 from dpexp.experiments.results import read_cells
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
+from dpexp.privacy.randomness import seeded_noise
 
 if TYPE_CHECKING:
     from dpexp.datasets.registry import DatasetInfo
@@ -483,21 +485,10 @@ def _downloaded(name: str, info: DatasetInfo | None = None) -> bool:
 def training_rows(ref: DatasetRef, cv: CVScheme, max_rows: int | None,
                   info: DatasetInfo | None = None) -> int | None:
     """Training rows of one cell, from the registry's row count (or the synthetic
-    ``n_samples``), the scale's ``max_rows`` and the CV scheme; None if not registered."""
-    from dpexp.datasets.registry import get_dataset_info
-
-    info = info or get_dataset_info(ref.name)
-    n = int(ref.params.get("n_samples", info.rows or 0)) or None
-    if n is None:
-        return None
-    if max_rows is not None:
-        n = min(n, int(max_rows))
-    if cv.scheme == "given":
-        return n  # the registered rows are the training part (the test part is separate)
-    if cv.scheme == "kfold":
-        return n - math.ceil(n / cv.folds)
-    test = cv.test_size if cv.test_size >= 1 else math.ceil(n * cv.test_size)
-    return max(n - int(test), 1)
+    ``n_samples``), the scale's ``max_rows`` and the CV scheme; None if not registered.
+    Fold 0's (the largest test part, the fewest training rows): the runner's own
+    arithmetic, :func:`dpexp.experiments.design.declared_training_rows`."""
+    return declared_training_rows(ref, cv, max_rows, 0, info)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -614,7 +605,7 @@ class Calibrator:
         return self._models[key]
 
     def _calibrate(self, cell: Cell, params: dict) -> _FitModel | str:
-        from dpexp.registry import accepted_params, get_algorithm, make_estimator
+        from dpexp.registry import get_algorithm, make_estimator
 
         ds = self.sample(cell.dataset)
         X, y = ds.X, ds.y
@@ -622,13 +613,13 @@ class Calibrator:
         if m < 4:
             return "unknown: too few rows to calibrate"
         info = get_algorithm(cell.algorithm)
-        declares_size = "n_records" in accepted_params(cell.algorithm) and params.get("n_records") is None
 
         def fit(n: int) -> float:
-            # the runner declares the training-fold size as n_records; so does the calibration
-            est = make_estimator(cell.algorithm, ds.task, {**params, "n_records": n} if declares_size else params,
+            # the runner declares the training-fold size as n_records (with_n_records); the
+            # calibration declares the rows it fits, n, which it chose; seeded noise, as a run
+            est = make_estimator(cell.algorithm, ds.task, with_n_records(cell.algorithm, params, n),
                                  epsilon=cell.epsilon if info.private else None, random_state=0,
-                                 public=ds.public_metadata())
+                                 public=ds.public_metadata(), noise_rng=seeded_noise(0))
             # CPU time of this process: other processes on a shared machine do not inflate
             # it (the small fits run the kernels' serial paths, so CPU time is fit time)
             t0 = time.process_time()

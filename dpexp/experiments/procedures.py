@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpexp.errors import UnknownNameError
+from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import manifest_procedures, resolve
 
 
@@ -35,6 +36,13 @@ class CellContext:
     y_train: Any = None
     X_test: Any = None
     y_test: Any = None
+
+    @property
+    def seeded_noise(self) -> np.random.SeedSequence:
+        """``noise_rng=`` for an estimator the procedure fits with ``random_state``: the
+        runner's reproducible noise (:func:`dpexp.privacy.randomness.seeded_noise`), as in
+        its own fits; without it the estimator draws fresh OS entropy (its default)."""
+        return seeded_noise(self.random_state)
 
 
 @dataclass(frozen=True)

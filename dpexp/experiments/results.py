@@ -35,6 +35,7 @@ from dpexp.experiments.cells import (
     grid_points,
     is_per_task,
 )
+from dpexp.experiments.noise import with_noise
 from dpexp.experiments.schema import (
     CELL_COLUMNS,
     METRIC,
@@ -131,13 +132,13 @@ def _missing(value: Any) -> bool:
 
 
 def payload_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a cached payload, each with the cell's ``wall_seconds``.
+    """The rows of a cached payload, each with the cell's ``wall_seconds`` and ``noise``.
 
     Cells cached before the column existed have the wall time only at the payload's top
     level; it is copied onto their rows here (the cache file is unchanged). Rows without
     either (committed tables written before the column, peers' cells) keep none: NaN.
     """
-    rows = payload["rows"]
+    rows = with_noise(payload["rows"])  # cells cached before the noise column: derived
     wall = payload.get("wall_seconds")
     if _missing(wall) or not any(_missing(r.get("wall_seconds")) for r in rows):
         return rows

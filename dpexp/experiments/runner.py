@@ -5,6 +5,11 @@ shipped per task), fits, evaluates, checks the privacy spend against the promise
 epsilon, and writes the cell's rows atomically before returning. Seeds come from
 ``seed_sequence(cell.seed, cell.seed_key)`` (the run seed is part of the cell and its key), so
 results do not depend on ``--jobs``, on the backend, or on which cells were already cached.
+Every estimator gets ``noise_rng=seeded_noise(random_state)``: reproducible noise is the
+runner's explicit choice (the estimators' default is fresh entropy), and every row says
+so in its ``noise`` column (a research result, not a release). ``n_records`` is the
+declared training size (:mod:`dpexp.experiments.design`), never ``len(X)``, and ``private``
+also honours the harness's public input (:mod:`dpexp.experiments.flags`).
 Before timing, each worker fits every (algorithm, dataset) once untimed (``_warm_up``), so
 ``fit_seconds`` excludes numba's compilation.
 """
@@ -14,8 +19,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,11 +35,16 @@ from dpexp.errors import BudgetExceededError, DpexpError, SpecError, UnknownName
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
+from dpexp.experiments.design import TrainingSize, declares_size, training_size, with_n_records
+from dpexp.experiments.flags import join_reasons, public_input_reasons
 from dpexp.experiments.metrics import METRICS, Evaluation
+from dpexp.experiments.noise import noise_source
 from dpexp.experiments.schedule import longest_first
 from dpexp.experiments.schema import DIAGNOSTIC, METRIC, RESULT_COLUMNS
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec, cells_source
+from dpexp.experiments.stale import stale_summary
 from dpexp.privacy.accountant import compact_ledger
+from dpexp.privacy.randomness import seeded_noise
 from dpexp.seeding import seed_int, seed_sequence
 
 __all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "run_experiment", "run_cell", "select"]
@@ -76,6 +87,8 @@ class RunReport:
     adopted: int = 0
     #: One-line notes on algorithms skipped because an optional package is missing.
     skipped: list[str] = field(default_factory=list)
+    #: The one line saying how many of the results' rows are stale ("" when none).
+    stale: str = ""
 
 
 def git_revision() -> str:
@@ -234,6 +247,8 @@ class _Outcome:
     not_dp_reason: str = ""
     diagnostics: frozenset[str] = frozenset()
     ledger: list[dict] | None = None
+    #: How the noise was drawn (the ``noise`` column, :mod:`dpexp.experiments.noise`).
+    noise: str = ""
 
 
 def _load_split(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, proc) -> _Split:
@@ -270,7 +285,8 @@ def _run_procedure(cell: Cell, proc, data: _Split, ss: np.random.SeedSequence) -
     values = proc(ctx)
     # A procedure releases no fitted model through an accountant: not a DP release.
     return _Outcome(values=values, fit_seconds=time.perf_counter() - t0,
-                    not_dp_reason=f"procedure {cell.procedure}: computed, not a DP release")
+                    not_dp_reason=f"procedure {cell.procedure}: computed, not a DP release",
+                    noise=noise_source(f"procedure:{cell.procedure}", bool(np.isfinite(cell.epsilon))))
 
 
 #: (algorithm, task, dataset key) already fitted once in this worker process.
@@ -283,7 +299,7 @@ WARMUP_ROWS = 1 << 17
 WARMUP_MAX_TREES = 100
 
 
-def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
+def _warm_up(cell: Cell, data: _Split, random_state: int, n_train: int) -> None:
     """Fit the cell's estimator once, untimed, so fit_seconds excludes numba compilation.
 
     Once per worker process and (algorithm, task, dataset): numba compiles (or loads from
@@ -291,7 +307,7 @@ def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
     a timing table (DPBoost Table 2) up to 1000x slower than the others. The warm-up fit
     uses the first ``WARMUP_ROWS`` training rows and the cell's own parameters, with at
     most :func:`warm_up_trees` trees; its model is discarded (nothing of it is released or
-    recorded, and its randomness is its own estimator's).
+    recorded). ``n_train`` is the cell's declared training size (:func:`_training_size`).
     """
     from dpexp.registry import get_algorithm, make_estimator
 
@@ -300,14 +316,15 @@ def _warm_up(cell: Cell, data: _Split, random_state: int) -> None:
     if key in _WARMED:
         return
     _WARMED.add(key)
-    m = min(data.n_train or 0, WARMUP_ROWS)
+    m = min(n_train, WARMUP_ROWS)
     info = get_algorithm(cell.algorithm)
     params = _cell_params(cell, m)
     if "n_trees" in params:
         params["n_trees"] = warm_up_trees(params["n_trees"], params.get("trees_per_ensemble"))
     est = make_estimator(cell.algorithm, ds.task, params,
                          epsilon=cell.epsilon if info.private else None,
-                         random_state=random_state, public=ds.public_metadata())
+                         random_state=random_state, public=ds.public_metadata(),
+                         noise_rng=seeded_noise(random_state))
     with contextlib.suppress(Exception):  # the timed fit raises any real error itself
         est.fit(data.X_train[:m], data.y_train[:m])
 
@@ -327,24 +344,31 @@ def warm_up_trees(n_trees: Any, trees_per_ensemble: Any = None) -> Any:
 def _cell_params(cell: Cell, n_train: int) -> dict[str, Any]:
     """The cell's parameters, plus ``n_records`` = the training-fold size where accepted.
 
-    The fold size is fixed by the experiment's design (the registered row count and the CV
-    scheme), so the runner declares it as public input, e.g. for InPrivate's participant
-    shares (records_per_participant / n_records), instead of letting the estimator read the
-    private number of training records.
+    ``n_train`` is fixed by the experiment's design: the registry's declared row count and
+    the CV arithmetic (:func:`_training_size`, never ``len(X)``), so the runner declares it
+    as public input, e.g. for InPrivate's participant shares (records_per_participant /
+    n_records), instead of letting the estimator read the private number of training records.
     """
-    from dpexp.registry import accepted_params
-
-    params = dict(cell.params)
-    if "n_records" in accepted_params(cell.algorithm) and params.get("n_records") is None:
-        params["n_records"] = int(n_train)
-    return params
+    return with_n_records(cell.algorithm, dict(cell.params), n_train)
 
 
-def _privacy_of(cell: Cell, info, est) -> tuple[float, float, bool, str, list[dict] | None]:
+def _training_size(cell: Cell, spec: ExperimentSpec, data: _Split) -> TrainingSize:
+    """The cell's declared training size (:func:`dpexp.experiments.design.training_size`),
+    checked against the loaded split; not public only where the registry declares no count."""
+    return training_size(cell.dataset, spec.cv, spec.max_rows(cell.scale), cell.fold,
+                         data.n_train or 0)
+
+
+def _privacy_of(cell: Cell, info, est,
+                inputs: Sequence[str] = ()) -> tuple[float, float, bool, str, list[dict] | None]:
     """(epsilon_spent, delta_spent, private, not_dp_reason, ledger) of a fitted estimator.
 
-    The budget check runs on every private fit, DP or not; a not-DP fit then reports no
-    epsilon_spent (NaN): what it spent is no privacy guarantee.
+    The budget check runs on every private fit, DP or not; a fit whose mechanisms are not
+    DP (the registry's or the accountant's reasons) then reports no epsilon_spent (NaN):
+    what it spent is no privacy guarantee. ``inputs`` are the reasons the harness's public
+    input was not public (:func:`dpexp.experiments.flags.public_input_reasons`): they make
+    the row not DP too, after the model's reasons, while epsilon_spent stays what the
+    mechanisms charged.
     """
     if not info.private:
         return float("inf"), float("inf"), False, "non-private algorithm", None
@@ -361,9 +385,10 @@ def _privacy_of(cell: Cell, info, est) -> tuple[float, float, bool, str, list[di
     ledger = acc.ledger() if hasattr(acc, "ledger") else None
     reasons = [info.not_dp] if info.not_dp else []
     reasons += list(getattr(acc, "not_dp_reasons", []) or [])
-    reasons = list(dict.fromkeys(reasons))  # the registry and the fit may give the same text
-    if reasons:
-        return float("nan"), float("nan"), False, "; ".join(reasons), ledger
+    if reasons:  # the registry and the fit may give the same text: join_reasons dedupes
+        return float("nan"), float("nan"), False, join_reasons([*reasons, *inputs]), ledger
+    if inputs:
+        return eps_spent, delta_spent, False, join_reasons(inputs), ledger
     return eps_spent, delta_spent, True, "", ledger
 
 
@@ -373,16 +398,20 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
 
     ds = data.dataset
     info = get_algorithm(cell.algorithm)
-    _warm_up(cell, data, random_state)
+    size = _training_size(cell, spec, data)
+    _warm_up(cell, data, random_state, size.n)
+    # Reproducible noise is the runner's explicit choice (every row says so, ``noise``).
     est = make_estimator(
-        cell.algorithm, ds.task, _cell_params(cell, data.n_train),
+        cell.algorithm, ds.task, _cell_params(cell, size.n),
         epsilon=cell.epsilon if info.private else None, random_state=random_state,
-        public=ds.public_metadata(),
+        public=ds.public_metadata(), noise_rng=seeded_noise(random_state),
     )
     t0 = time.perf_counter()
     est.fit(data.X_train, data.y_train)
     fit_seconds = time.perf_counter() - t0
-    eps_spent, delta_spent, private, reason, ledger = _privacy_of(cell, info, est)
+    inputs = public_input_reasons(str(ds.domain_source or ""),
+                                  size.not_public if declares_size(cell.algorithm, cell.params) else "")
+    eps_spent, delta_spent, private, reason, ledger = _privacy_of(cell, info, est, inputs)
     classes = ds.public_metadata().get("classes") if ds.task == "classification" else None
     ev = Evaluation(est, data.X_test, data.y_test, data.y_train, classes=classes)
     values: dict[str, Any] = {m: METRICS[m](ev) for m in spec.metrics_for(ds.task)}
@@ -391,7 +420,8 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
     for k in diag:  # the estimator's order: a set's would vary with each process's hash seed
         if k in diagnostics:
             values[k] = diag[k]
-    return _Outcome(values, fit_seconds, eps_spent, delta_spent, private, reason, diagnostics, ledger)
+    return _Outcome(values, fit_seconds, eps_spent, delta_spent, private, reason, diagnostics, ledger,
+                    noise=noise_source(cell.algorithm, bool(np.isfinite(cell.epsilon))))
 
 
 def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, str],
@@ -406,7 +436,7 @@ def _result_rows(cell: Cell, data: _Split, out: _Outcome, provenance: dict[str, 
             "label": cell.label, "params": canonical_json(cell.params),
             "epsilon": cell.epsilon, "epsilon_spent": out.epsilon_spent,
             "delta_spent": out.delta_spent, "private": out.private,
-            "not_dp_reason": out.not_dp_reason, "domain_source": domain_source,
+            "not_dp_reason": out.not_dp_reason, "domain_source": domain_source, "noise": out.noise,
             "data_version": cell.data_version, "fold": cell.fold, "repeat": cell.repeat, "seed": cell.seed, "metric": metric,
             "metric_kind": DIAGNOSTIC if metric in out.diagnostics else METRIC,
             "step": step, "value": value, "fit_seconds": out.fit_seconds,
@@ -517,7 +547,12 @@ def dask_client(scheduler: str | None, n_workers: int, *, single_threaded: bool 
 
 
 def _progress_bar(enabled: bool):
-    """Cells done / total, elapsed time and ETA."""
+    """Cells done / total, elapsed time and ETA: a bar on a terminal, else a line every
+    30 s (dpexp.experiments.progress), so a run in a pipe or under nohup is not silent."""
+    if enabled and not sys.stderr.isatty():
+        from dpexp.experiments.progress import LineProgress
+
+        return LineProgress()
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -608,7 +643,7 @@ def drop_unreachable(spec: ExperimentSpec, cfg: RunConfig) -> tuple[ExperimentSp
         if info.parser == "synthetic":
             continue
         try:
-            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress)
+            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress and sys.stderr.isatty())
         except DatasetUnavailableError as exc:
             unreachable[name] = str(exc)
     notes = [f"skipped dataset {name}: {why}" for name, why in unreachable.items()]
@@ -669,7 +704,8 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     out = write_union_table(spec, cfg.scale, cfg.results_dir)
     return RunReport(spec=spec, scale=cfg.scale, total=len(cells), cached=len(cells) - len(todo),
                      computed=len(todo), seconds=time.perf_counter() - t0, results=frame,
-                     results_path=out, skipped=skipped, adopted=adopted)
+                     results_path=out, skipped=skipped, adopted=adopted,
+                     stale=stale_summary(frame))
 
 
 def _needs_run(cell: Cell, cfg: RunConfig) -> bool:
@@ -692,7 +728,7 @@ def _download(todo: list[Cell], cfg: RunConfig) -> None:
     for ds_name in sorted({c.dataset.name for c in todo}):
         info = get_dataset_info(ds_name)
         if info.parser != "synthetic":
-            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress)
+            download.fetch_dataset(info, mirror=cfg.mirror, progress=cfg.progress and sys.stderr.isatty())
 
 
 def collect(

@@ -7,9 +7,14 @@ from collections.abc import Iterable
 #: Columns of the tidy results table, in order. ``fit_seconds`` times the fit alone;
 #: ``wall_seconds`` the whole cell (loading, split, warm-up, fit, evaluation: what a run
 #: pays for it, the same on every row of the cell; NaN in tables written before it existed).
+#: ``private`` is True only when every input that shaped the release was public or paid
+#: for (``not_dp_reason`` says what was not); ``noise`` says how the noise was drawn
+#: (:mod:`dpexp.experiments.noise`; derived when reading tables written before it).
+#: ``n_train``, ``n_test``, ``fit_seconds`` and ``wall_seconds`` are harness diagnostics,
+#: exact and not part of any release, like the ``diagnostic`` metrics.
 RESULT_COLUMNS = [
     "experiment", "scale", "dataset", "algorithm", "label", "params", "epsilon",
-    "epsilon_spent", "delta_spent", "private", "not_dp_reason", "domain_source",
+    "epsilon_spent", "delta_spent", "private", "not_dp_reason", "domain_source", "noise",
     "data_version", "fold", "repeat", "seed", "metric", "metric_kind", "step", "value",
     "fit_seconds", "wall_seconds", "n_train", "n_test", "dpexp_version", "git_revision",
     "timestamp",

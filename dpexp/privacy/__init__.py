@@ -3,7 +3,8 @@
 See ``docs/PRIVACY.md`` for the neighbour relation (add/remove one record), the
 sensitivities with their paper citations, composition scopes, public input
 (:mod:`dpexp.privacy.public`), structure vs noise randomness
-(:func:`estimator_streams`; ``noise_rng=secure_generator()`` for a published model) and
+(:func:`estimator_streams`: noise from fresh OS entropy by default; ``noise_rng=secure_generator()``
+for a published model, ``noise_rng=seeded_noise(seed)`` for reproducible experiments) and
 the empirical audit. The audit (:mod:`dpexp.privacy.audit`, ``dpexp audit``) audits the
 registered estimators end to end from the paper manifests' audit targets; it is
 imported lazily (it imports the estimators), not here.
@@ -14,6 +15,7 @@ from dpexp.privacy.accountant import Accountant
 from dpexp.privacy.budget import BudgetAccountant, charges_budget
 from dpexp.privacy.mechanisms import (
     analytic_gaussian_sigma,
+    discrete_laplace_mechanism,
     exponential_mechanism,
     gaussian_delta,
     gaussian_mechanism,
@@ -22,7 +24,12 @@ from dpexp.privacy.mechanisms import (
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
 )
-from dpexp.privacy.partition import record_partition, record_partition_batch
+from dpexp.privacy.partition import (
+    RecordIds,
+    record_ids,
+    record_partition,
+    record_partition_batch,
+)
 from dpexp.privacy.public import (
     DataDependentClassesWarning,
     DataDependentDomainWarning,
@@ -34,7 +41,9 @@ from dpexp.privacy.randomness import (
     SecureGenerator,
     estimator_streams,
     make_generator,
+    random_words,
     secure_generator,
+    seeded_noise,
     spawn_generators,
 )
 
@@ -46,6 +55,7 @@ __all__ = [
     "DataDependentDomainWarning",
     "DataDependentWarning",
     "EstimatorStreams",
+    "RecordIds",
     "SecureGenerator",
     "analytic_gaussian_sigma",
     "charges_budget",
@@ -55,12 +65,16 @@ __all__ = [
     "gaussian_mechanism",
     "gaussian_sigma_classic",
     "laplace_mechanism",
+    "discrete_laplace_mechanism",
+    "random_words",
     "make_generator",
     "public_classes",
+    "record_ids",
     "record_partition",
     "record_partition_batch",
     "report_noisy_max_one_sided",
     "secure_generator",
+    "seeded_noise",
     "smooth_sensitivity_leaf_2017",
     "spawn_generators",
 ]

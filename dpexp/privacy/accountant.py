@@ -4,7 +4,7 @@ Composition (Li et al. 2020, Theorems 3 and 4; Fletcher & Islam 2017, Definition
 
 * ``sequential`` scope: mechanisms run on the same records; costs add up
   (epsilon_1 + ... + epsilon_m, and delta_1 + ... + delta_m: basic composition).
-* ``parallel`` scope: every direct child (a nested scope or a bare spend) runs on a
+* ``parallel`` scope: every direct child (a nested scope or a release) runs on a
   *disjoint* set of records; the scope costs the maximum of its children (max epsilon,
   max delta). This is only valid when adding/removing one record changes one child's
   data only -- split records with :func:`dpexp.privacy.record_partition`.
@@ -21,11 +21,16 @@ of one depth)::
                     for depth in range(max_depth):
                         with acc.parallel(f"depth {depth}"):
                             for node in nodes_at(depth):
-                                acc.spend(eps_node, what=f"tree {t} depth {depth} node {node} split")
+                                split = acc.exponential(gains[node], epsilon=eps_node,
+                                                        sensitivity=3 * g_max**2, rng=rng,
+                                                        what=f"tree {t} depth {depth} node {node} split")
 
-``spend`` raises :class:`~dpexp.errors.BudgetExceededError` at once, before anything is
-recorded, when the composed total would exceed the budget by more than a relative 1e-9.
-Spending is O(depth of the open scopes), so millions of releases are fine.
+Noise is drawn only through the accountant's mechanism methods (``laplace``,
+``discrete_laplace``, ``gaussian``, ``exponential``, ``noisy_max_one_sided``, or
+``release`` around a compiled sampler): each checks the budget, draws and charges in one
+call, and raises :class:`~dpexp.errors.BudgetExceededError` before drawing when the
+composed total would exceed the budget by more than a relative 1e-9. A charge is
+O(depth of the open scopes), so millions of releases are fine.
 """
 
 from __future__ import annotations
@@ -33,13 +38,17 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from dpexp.errors import BudgetExceededError, check_epsilon
+from dpexp.privacy import mechanisms
+from dpexp.privacy.randomness import Rng
 
 __all__ = ["Accountant", "BudgetExceededError", "SEQUENTIAL", "PARALLEL", "compact_ledger"]
 
@@ -48,6 +57,21 @@ _NUMBER = re.compile(r"\d+(\.\d+)?")
 SEQUENTIAL = "sequential"
 PARALLEL = "parallel"
 REL_TOL = 1e-9
+#: The keys of a ledger entry that are not the release's own ``info``.
+_ENTRY_KEYS = frozenset({"index", "what", "epsilon", "delta", "scope", "scope_kinds", "releases"})
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Charge:
+    """A validated charge that fits the budget, not yet recorded (``depth``: the scope
+    stack's height when it was checked)."""
+
+    epsilon: float
+    delta: float
+    what: str
+    releases: int
+    depth: int
 
 
 @dataclass
@@ -185,7 +209,7 @@ class Accountant:
         try:
             yield self
         finally:
-            # The scope's spends were already propagated to its ancestors (see spend).
+            # The scope's charges were already propagated to its ancestors (see _commit).
             self._stack.pop()
 
     def sequential(self, label: str) -> Any:
@@ -200,30 +224,123 @@ class Accountant:
     def scope_path(self) -> tuple[str, ...]:
         return self._stack[-1].path
 
-    # ------------------------------------------------------------------ spending
-    def spend(
-        self, epsilon: float, *, what: str, delta: float = 0.0, releases: int = 1, **info: Any
-    ) -> int:
-        """Record one release costing (``epsilon``, ``delta``) in the current scope.
+    # ------------------------------------------------------------------ releases
+    # Every draw of noise goes through one of the methods below: each validates the
+    # budget, draws, and charges in one call, so a draw that is not charged cannot be
+    # written (as OpenDP's measurements pair a map with its privacy loss).
+
+    def laplace(self, value: Any, *, epsilon: float, sensitivity: float, rng: Rng,
+                what: str, releases: int = 1, **info: Any) -> Any:
+        """:func:`~dpexp.privacy.mechanisms.laplace_mechanism` of ``value``, charged
+        (``epsilon``-DP for L1 ``sensitivity``; Li et al. 2020 Thm 1, Eq. 7)."""
+        return self.release(
+            lambda: mechanisms.laplace_mechanism(value, epsilon=epsilon, sensitivity=sensitivity,
+                                                 rng=rng),
+            epsilon=epsilon, what=what, releases=releases, mechanism="laplace",
+            sensitivity=float(sensitivity), **info)
+
+    def discrete_laplace(self, counts: Any, *, epsilon: float, rng: Rng, what: str,
+                         sensitivity: int = 1, releases: int = 1, **info: Any) -> Any:
+        """Integer ``counts`` plus exact discrete Laplace noise, charged
+        (:func:`~dpexp.privacy.mechanisms.discrete_laplace_mechanism`)."""
+        return self.release(
+            lambda: mechanisms.discrete_laplace_mechanism(
+                counts, epsilon=epsilon, sensitivity=sensitivity, rng=rng),
+            epsilon=epsilon, what=what, releases=releases, mechanism="discrete_laplace",
+            sensitivity=sensitivity, **info)
+
+    def gaussian(self, value: Any, *, epsilon: float, delta: float, sensitivity: float,
+                 rng: Rng, what: str, calibration: str = "classic", releases: int = 1,
+                 **info: Any) -> Any:
+        """:func:`~dpexp.privacy.mechanisms.gaussian_mechanism` of ``value``, charged
+        ((``epsilon``, ``delta``)-DP for L2 ``sensitivity``)."""
+        return self.release(
+            lambda: mechanisms.gaussian_mechanism(
+                value, epsilon=epsilon, delta=delta, sensitivity=sensitivity, rng=rng,
+                calibration=calibration),
+            epsilon=epsilon, delta=delta, what=what, releases=releases, mechanism="gaussian",
+            sensitivity=float(sensitivity), **info)
+
+    def exponential(self, utility: Any, *, epsilon: float, sensitivity: float, rng: Rng,
+                    what: str, size: int | None = None, releases: int = 1, **info: Any) -> Any:
+        """:func:`~dpexp.privacy.mechanisms.exponential_mechanism` over ``utility``, charged
+        (McSherry & Talwar; Li et al. 2020 Thm 2, Eq. 8)."""
+        return self.release(
+            lambda: mechanisms.exponential_mechanism(
+                utility, epsilon=epsilon, sensitivity=sensitivity, rng=rng, size=size),
+            epsilon=epsilon, what=what, releases=releases, mechanism="exponential",
+            sensitivity=float(sensitivity), **info)
+
+    def noisy_max_one_sided(self, counts: Any, *, epsilon: float, rng: Rng, what: str,
+                            size: int | None = None, noise: str = "gumbel", releases: int = 1,
+                            **info: Any) -> Any:
+        """:func:`~dpexp.privacy.mechanisms.report_noisy_max_one_sided` of monotone
+        ``counts``, charged (Fletcher & Islam 2021 addendum, Section 2)."""
+        return self.release(
+            lambda: mechanisms.report_noisy_max_one_sided(
+                counts, epsilon=epsilon, rng=rng, size=size, noise=noise),
+            epsilon=epsilon, what=what, releases=releases,
+            mechanism="report_noisy_max_one_sided", **info)
+
+    def release(self, draw: Callable[[], T], *, epsilon: float, what: str, delta: float = 0.0,
+                releases: int = 1, **info: Any) -> T:
+        """Draw ``draw()`` and charge (``epsilon``, ``delta``) for it, in one call.
+
+        For mechanisms without a method of their own (a compiled kernel that draws the
+        labels of many leaves, a paper's not-DP rule kept for reproduction): ``draw`` is
+        called with no argument and must do the sampling. The budget is checked first
+        (nothing is drawn when it would be exceeded), the charge is recorded only after
+        ``draw`` returns (a draw that raises charges nothing).
 
         ``releases = k > 1`` records ``k`` releases of (``epsilon``, ``delta``) each on
         pairwise *disjoint* records (e.g. the split of every node of one tree depth) as one
         ledger entry: parallel composition makes them cost (``epsilon``, ``delta``)
-        together, exactly as ``k`` spends inside a ``parallel`` scope would, at the cost
-        of one spend (the entry carries ``"releases": k``).
+        together, exactly as ``k`` releases inside a ``parallel`` scope would (the entry
+        carries ``"releases": k``). Extra keyword ``info`` (``mechanism``, ``sensitivity``,
+        ``nodes``, ...) is kept in the ledger entry.
 
         Raises ``BudgetExceededError`` (and records nothing) when the composed total
-        would exceed the budget. Extra keyword ``info`` (e.g. ``mechanism="laplace"``,
-        ``sensitivity=1.0``) is kept in the ledger entry. Returns the entry's index.
-
-        The running totals of the open scopes are updated immediately (a scope's cost
-        only ever grows, so the max of a parallel scope can be maintained incrementally).
+        would exceed the budget.
         """
+        charge = self._checked_charge(epsilon, delta, what, releases)
+        out = draw()
+        self._commit(charge, info)
+        return out
+
+    def absorb_ledger(self, entries: list[dict[str, Any]]) -> None:
+        """Compose the ledger of releases drawn and charged by *another* accountant (an
+        InPrivate participant's, in another process) into this one, each entry in the
+        scopes it was recorded in, nested under the current scope. Budget-checked like a
+        release; nothing is drawn here."""
+        opened: list[tuple[tuple[str, str], Any]] = []
+        try:
+            for e in entries:
+                path = list(zip(e["scope"], e["scope_kinds"], strict=True))
+                k = 0
+                while k < min(len(path), len(opened)) and path[k] == opened[k][0]:
+                    k += 1
+                while len(opened) > k:
+                    opened.pop()[1].__exit__(None, None, None)
+                for lbl, kind in path[k:]:
+                    cm = self.sequential(lbl) if kind == SEQUENTIAL else self.parallel(lbl)
+                    cm.__enter__()
+                    opened.append(((lbl, kind), cm))
+                info = {key: v for key, v in e.items() if key not in _ENTRY_KEYS}
+                charge = self._checked_charge(e["epsilon"], e.get("delta", 0.0), e["what"],
+                                              int(e.get("releases", 1)))
+                self._commit(charge, info)
+        finally:
+            while opened:
+                opened.pop()[1].__exit__(None, None, None)
+
+    def _checked_charge(self, epsilon: float, delta: float, what: str,
+                        releases: int) -> _Charge:
+        """Validate a charge and check it fits the budget; record nothing yet."""
         eps = check_epsilon(epsilon, name="epsilon")
         dlt = _check_delta_spend(delta)
         if not isinstance(what, str) or not what:
             raise ValueError("what must be a non-empty string describing the release")
-        if isinstance(releases, bool) or not isinstance(releases, int) or releases < 1:
+        if isinstance(releases, bool) or not isinstance(releases, int | np.integer) or releases < 1:
             raise ValueError(f"releases must be an integer >= 1, got {releases!r}")
         total_eps, total_delta = self._root_cost((eps, dlt))
         if (
@@ -236,8 +353,17 @@ class Accountant:
                 f"epsilon={total_eps:.12g}, delta={total_delta:.3g} but the budget is "
                 f"epsilon={self.epsilon:g}, delta={self.delta:g}."
             )
-        # Commit: the top scope gets a new child; propagate the growth upwards.
-        child_old, child_new = (0.0, 0.0), (eps, dlt)
+        return _Charge(eps, dlt, what, int(releases), len(self._stack))
+
+    def _commit(self, charge: _Charge, info: Mapping[str, Any]) -> None:
+        """Record a checked charge in the current scope and propagate it upwards.
+
+        The running totals of the open scopes are updated immediately (a scope's cost
+        only ever grows, so the max of a parallel scope can be maintained incrementally).
+        """
+        if len(self._stack) != charge.depth:
+            raise RuntimeError(f"release {charge.what!r}: its draw opened or closed a scope")
+        child_old, child_new = (0.0, 0.0), (charge.epsilon, charge.delta)
         self._stack[-1].n_children += 1
         for scope in reversed(self._stack):
             cur = (scope.epsilon, scope.delta)
@@ -247,17 +373,16 @@ class Accountant:
         top = self._stack[-1]
         entry = {
             "index": len(self._entries),
-            "what": what,
-            "epsilon": eps,
-            "delta": dlt,
+            "what": charge.what,
+            "epsilon": charge.epsilon,
+            "delta": charge.delta,
             "scope": list(top.path),
             "scope_kinds": list(top.kinds),
         }
-        if releases > 1:
-            entry["releases"] = releases
+        if charge.releases > 1:
+            entry["releases"] = charge.releases
         entry.update(info)
         self._entries.append(entry)
-        return entry["index"]
 
     def record_output(self, what: str, value: Any) -> Any:
         """Keep the released ``value`` of ledger entry ``what``; return the value to use.

@@ -59,6 +59,10 @@ Where targets come from (discovered, never listed by hand)
   broken, e.g. a data-derived domain, which the audit must flag), as ``"module:ATTR"``
   references imported on first use.
 
+The release paths users run (defaults, the runner, canary positions, float bits, ...) and
+the target covering each are listed in :mod:`dpexp.privacy.audit_paths`; the runner's fit
+is :func:`dpexp.privacy.audit_runner.runner_fit`.
+
 Entry points: :func:`run_audit` / :func:`run_target` (one target),
 :func:`cli_audit` (what ``dpexp audit`` runs: the only implementation of the command).
 """

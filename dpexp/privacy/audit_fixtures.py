@@ -35,11 +35,12 @@ def gaussian_half_sigma(
     return clipped_sum(data) + rng.normal(0.0, sigma, size=size)
 
 
-def position_blocks(n: int, rng: np.random.Generator, size: int) -> np.ndarray:
+def position_blocks(data: Any, rng: np.random.Generator, size: int) -> np.ndarray:
     """BROKEN: records split among trees by position blocks ``arange(n) // (n / T)``.
 
     Adding one record at the end moves block boundaries, so other records change tree.
     """
+    n = len(data)
     parts = (np.arange(n) // (n / tiny_forest.N_TREES)).astype(np.int64)
     return np.broadcast_to(parts, (size, n))
 

@@ -19,7 +19,7 @@ histogram of Dwork & Roth, Section 3.3, with a public logarithmic binning):
   probability at most ``beta`` over all ``d K`` bins. A feature with no bin above ``T``
   gets the whole public range ``[-2^max_exponent, 2^max_exponent]``.
 
-Budget: exactly ``epsilon`` (one ledger entry when an accountant is given), to be taken
+Budget: exactly ``epsilon`` (one ledger entry, in the accountant given or a fresh one), to be taken
 from the run's total like any other release. The range may leave out a few extreme
 records (that is what makes it private): estimators clip to the domain they are given.
 """
@@ -31,7 +31,6 @@ import scipy.sparse as sp
 
 from dpexp.errors import check_epsilon
 from dpexp.privacy.accountant import Accountant
-from dpexp.privacy.mechanisms import laplace_mechanism
 
 
 def log2_bin_edges(min_exponent: int, max_exponent: int) -> np.ndarray:
@@ -48,7 +47,7 @@ def log2_bin_edges(min_exponent: int, max_exponent: int) -> np.ndarray:
 def _bin_counts(X: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """``d x K`` counts; values beyond the outer edges go to the outer bins, NaN nowhere."""
     lo, hi = edges[0], edges[-1]
-    counts = np.zeros((X.shape[1], len(edges) - 1))
+    counts = np.zeros((X.shape[1], len(edges) - 1), dtype=np.int64)
     for j in range(X.shape[1]):
         col = X[:, j]
         col = np.clip(col[~np.isnan(col)], lo, hi)
@@ -69,8 +68,8 @@ def dp_feature_domain(
     """An epsilon-DP ``[low, high]`` per feature of ``X`` (see the module docstring).
 
     ``rng`` must be a noise stream (``estimator_streams(...).noise_generator()`` or
-    ``secure_generator()``), never a seed that is published. ``accountant``, if given, is
-    charged ``epsilon`` (Laplace, sensitivity ``d``).
+    ``secure_generator()``), never a seed that is published. ``accountant`` (a fresh one
+    when None) is charged ``epsilon`` (exact discrete Laplace counts, sensitivity ``d``).
     """
     epsilon = check_epsilon(epsilon)
     if sp.issparse(X):
@@ -84,10 +83,12 @@ def dp_feature_domain(
         raise ValueError(f"rng must be a numpy Generator (a noise stream), got {type(rng).__name__}")
     edges = log2_bin_edges(min_exponent, max_exponent)
     d, k = X.shape[1], len(edges) - 1
-    if accountant is not None:
-        accountant.spend(epsilon, what="feature domain (DP range estimate)", mechanism="laplace",
-                         sensitivity=float(d), bins=k)
-    noisy = laplace_mechanism(_bin_counts(X, edges), epsilon=epsilon, sensitivity=float(d), rng=rng)
+    if accountant is None:  # the release is charged all the same, to a budget of its own
+        accountant = Accountant(epsilon=epsilon)
+    # one record adds 1 to one bin of each of the d features: L1 sensitivity d
+    noisy = accountant.discrete_laplace(
+        _bin_counts(X, edges), epsilon=epsilon, sensitivity=d, rng=rng,
+        what="feature domain (DP range estimate)", bins=k)
     threshold = (d / epsilon) * np.log(d * k / (2.0 * beta))
     domain = np.tile([edges[0], edges[-1]], (d, 1))
     for j in range(d):

@@ -17,18 +17,20 @@ Selection mechanisms accept utilities of shape ``(k,)`` (returning an ``int``) o
 an optional ``size`` for ``size`` independent draws from the same utilities.
 
 Floating point and the noise generator (docs/PRIVACY.md, "Floating-point attacks" and
-"Randomness"). The guarantees are those of the ideal real-valued distributions. The
-samplers draw in double precision by textbook transforms of 53-bit uniforms, and Mironov
-(CCS 2012) showed that the low-order bits of floating-point Laplace samples can reveal
-the exact input, so a published float is not epsilon-DP bit for bit; the selection
-mechanisms share the milder caveat that a weight below 2**-53 of the total is rounded to
-probability zero. dpexp implements no snapping or discrete sampler. The noise ``rng``
-is a reproducible numpy Generator in experiments (estimators derive it from
+"Randomness"). Real-valued releases (:func:`laplace_mechanism`, :func:`gaussian_mechanism`)
+are exact: the value is rounded to a public grid ``g = 2**k`` chosen from the privacy
+parameters only, discrete Laplace or discrete Gaussian noise in grid units is added in
+integer arithmetic (:mod:`dpexp.privacy.samplers`, Canonne, Kamath & Steinke 2020), and
+the output ``g * integer`` is an exactly representable double: the set of possible
+outputs is the grid whatever the data, so Mironov's (CCS 2012) low-order-bit attack has
+nothing to read. Counts are released as integers by :func:`discrete_laplace_mechanism`.
+The selection mechanisms release an index, but their probabilities are computed in
+doubles (exact to ~2**-53; a weight below 2**-53 of the total is never drawn). The noise
+``rng`` is a reproducible numpy Generator in experiments (estimators derive it from
 ``random_state``); for a published model construct the estimator with
 ``noise_rng=dpexp.privacy.secure_generator()`` (see
 :func:`dpexp.privacy.randomness.estimator_streams`), so the noise comes from the OS
-secure source and cannot be recomputed from a seed. Every mechanism's docstring repeats
-this in one paragraph.
+secure source and cannot be recomputed from a seed.
 """
 
 from __future__ import annotations
@@ -42,9 +44,18 @@ from scipy.special import log_ndtr, ndtr
 
 from dpexp.errors import check_epsilon
 from dpexp.privacy.randomness import Rng, check_rng
+from dpexp.privacy.samplers import (
+    discrete_gaussian,
+    discrete_laplace,
+    discrete_laplace_scale,
+    gaussian_grid,
+    grid_release,
+    laplace_grid,
+)
 
 __all__ = [
     "laplace_mechanism",
+    "discrete_laplace_mechanism",
     "gaussian_sigma_classic",
     "analytic_gaussian_sigma",
     "gaussian_delta",
@@ -130,25 +141,89 @@ def _return(value: np.ndarray, like: Any) -> Any:
 
 
 def laplace_mechanism(value: Any, *, epsilon: float, sensitivity: float, rng: Rng) -> Any:
-    """``value + Lap(sensitivity / epsilon)``, independently per element.
+    """``value`` plus Laplace noise of scale >= ``sensitivity / epsilon``, on a public grid.
 
-    epsilon-DP for add/remove-one-record neighbours when ``sensitivity`` bounds the L1
-    change of ``value`` (Li et al. 2020, Theorem 1 / Eq. 7; Dwork & Roth Thm 3.6).
-    Examples: a count has sensitivity 1; a DPBoost leaf value -sum(g)/(n+lambda) has
-    sensitivity g*/(1+lambda) (Li et al. Lemma 2 / Corollary 1).
+    epsilon-DP for add/remove-one-record neighbours when ``sensitivity`` bounds the change
+    of each element (each element its own release, e.g. one value per leaf under parallel
+    composition), or the L1 change of values that are multiples of the grid step (counts)
+    (Li et al. 2020, Theorem 1 / Eq. 7; Dwork & Roth Thm 3.6). Examples: a count has
+    sensitivity 1; a DPBoost leaf value -sum(g)/(n+lambda) has sensitivity g*/(1+lambda)
+    (Li et al. Lemma 2 / Corollary 1).
 
-    Floating point: a textbook double-precision Laplace sample; its low-order bits can
-    reveal ``value`` (Mironov, CCS 2012), so the guarantee is the ideal distribution's
-    (docs/PRIVACY.md, "Floating-point attacks"). For a published model pass the
-    estimator ``noise_rng=secure_generator()`` (``estimator_streams``) so ``rng`` is the
-    OS secure source, not a seeded stream.
+    Exact and float-safe: the grid step ``g = 2**k`` (``sensitivity / g`` in [2**20,
+    2**21), :func:`~dpexp.privacy.samplers.laplace_grid`) depends on the sensitivity only;
+    the value is rounded to the grid, which can add one step to its change, so the
+    integer sensitivity is ``floor(sensitivity / g) + 1``; discrete Laplace noise of
+    scale ``t/s >= that / epsilon`` (rounded up exactly) is added in integers (CKS 2020,
+    Algorithm 2), and the output is ``g * integer``, an exact double. Outputs therefore lie
+    on the grid whatever the data (no Mironov-style low-order bits) and the noise is never
+    smaller than claimed. When one record moves several off-grid elements at once, each
+    can gain a step: the loss is then at most epsilon * (m + c) / (m + 1) for c moved
+    elements, m = floor(sensitivity / g) >= 2**20. ``sensitivity = 0`` returns ``value``.
+    For a published model pass the estimator ``noise_rng=secure_generator()``
+    (``estimator_streams``) so ``rng`` is the OS secure source, not a seeded stream.
     """
     epsilon = check_epsilon(epsilon)
     sensitivity = check_sensitivity(sensitivity)
     rng = check_rng(rng)
     arr = _finite_array(value, "value")
-    noise = rng.laplace(0.0, sensitivity / epsilon, size=arr.shape)
-    return _return(arr + noise, value)
+    if sensitivity == 0:
+        return _return(arr.copy(), value)
+    plan = laplace_grid(epsilon=epsilon, sensitivity=sensitivity)
+    noise = discrete_laplace(plan.t, plan.s, arr.size, rng=rng).reshape(arr.shape)
+    return _return(grid_release(arr, plan.exponent, noise), value)
+
+
+def _integer_sensitivity(sensitivity: Any) -> int:
+    """A count's sensitivity: an integer >= 0 (an integer-valued float is accepted)."""
+    if isinstance(sensitivity, bool):
+        raise ValueError(f"sensitivity must be an integer >= 0, got {sensitivity!r}")
+    value = check_sensitivity(sensitivity)
+    if value != math.floor(value):
+        raise ValueError(f"sensitivity must be an integer >= 0 for counts, got {sensitivity!r}")
+    return int(value)
+
+
+def _integer_array(counts: Any, name: str) -> np.ndarray:
+    """``counts`` as int64: integer arrays, or floats that are whole numbers."""
+    arr = np.asarray(counts)
+    if arr.dtype.kind in "iub":
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**62:
+            raise ValueError(f"{name} must be below 2**62")
+        return arr.astype(np.int64)
+    arr = _finite_array(counts, name)
+    if np.any(arr != np.rint(arr)):
+        raise ValueError(f"{name} must be whole numbers (counts), got non-integer values")
+    if np.any(np.abs(arr) >= 2.0**62):
+        raise ValueError(f"{name} must be below 2**62 in absolute value")
+    return arr.astype(np.int64)
+
+
+def discrete_laplace_mechanism(
+    counts: Any, *, epsilon: float, sensitivity: int = 1, rng: Rng
+) -> Any:
+    """``counts`` plus discrete Laplace noise, as exact integers (``int64``; an ``int`` for
+    a scalar): P(noise = z) ∝ exp(-|z| s/t), ``t/s >= sensitivity / epsilon``.
+
+    epsilon-DP for add/remove neighbours when one record changes the counts by at most
+    ``sensitivity`` in L1 (an integer; 1 for a histogram; Dwork & Roth Thm 3.6 for the
+    geometric mechanism; Canonne, Kamath & Steinke 2020, Algorithm 2 for the sampler).
+    The scale is rounded *up* to a rational t/s with integers below 2**48
+    (:func:`~dpexp.privacy.samplers.discrete_laplace_scale`, exact ``Fraction``
+    arithmetic), so the noise is never smaller than claimed, and the output set is the
+    integers whatever the data: no floating point anywhere. For a published model pass
+    the estimator ``noise_rng=secure_generator()`` (``estimator_streams``).
+    """
+    epsilon = check_epsilon(epsilon)
+    sens = _integer_sensitivity(sensitivity)
+    rng = check_rng(rng)
+    arr = _integer_array(counts, "counts")
+    if sens == 0:
+        out = arr.copy()
+    else:
+        t, s = discrete_laplace_scale(epsilon=epsilon, sensitivity=sens)
+        out = arr + discrete_laplace(t, s, arr.size, rng=rng).reshape(arr.shape)
+    return int(out) if np.ndim(counts) == 0 else out
 
 
 # --------------------------------------------------------------------------- Gaussian
@@ -232,27 +307,40 @@ def gaussian_mechanism(
     rng: Rng,
     calibration: str = "classic",
 ) -> Any:
-    """``value + N(0, sigma^2)`` with sigma from the classic or the analytic calibration.
+    """``value`` plus discrete Gaussian noise on a public grid, (epsilon, delta)-DP.
 
     (epsilon, delta)-DP for add/remove neighbours when ``sensitivity`` bounds the L2
-    change of ``value``. ``calibration="classic"`` (Dwork & Roth; Peinemann's slides)
-    refuses epsilon >= 1; ``"analytic"`` (Balle & Wang 2018) works for any epsilon and
-    adds less noise.
+    change of ``value`` (per element, or for values that are multiples of the grid step;
+    see :func:`laplace_mechanism` for off-grid vectors). ``calibration="classic"``
+    (Dwork & Roth; Peinemann's slides) refuses epsilon >= 1; ``"analytic"`` (Balle & Wang
+    2018) works for any epsilon and adds less noise.
 
-    Floating point: a double-precision Gaussian sample; like the Laplace sampler it is
-    open to Mironov's (CCS 2012) low-order-bit attack, so the guarantee is the ideal
-    distribution's (docs/PRIVACY.md, "Floating-point attacks"). For a published model
-    pass the estimator ``noise_rng=secure_generator()`` (``estimator_streams``).
+    Exact and float-safe (:func:`~dpexp.privacy.samplers.gaussian_grid`): the grid step
+    ``g = 2**k`` (sigma/g >= 2**11 and sensitivity/g >= 2**10) depends on (epsilon,
+    delta, sensitivity) only; the value is rounded to it; sigma is recalibrated for the
+    integer sensitivity ``floor(sensitivity / g) + 1``, sigma² rounded up to an integer,
+    and raised until the discrete Gaussian's own delta (Canonne, Kamath & Steinke 2020,
+    Theorem 7) is <= delta; the noise is an exact discrete Gaussian (CKS Algorithm 3, up
+    to a total variation below 2 e**-2048), and the output ``g * integer`` is an exact
+    double on the grid whatever the data. The grid costs < 0.1 % more noise (unless
+    sigma/sensitivity > 2**15). For a published model pass the estimator
+    ``noise_rng=secure_generator()`` (``estimator_streams``).
     """
-    if calibration == "classic":
-        sigma = gaussian_sigma_classic(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
-    elif calibration == "analytic":
-        sigma = analytic_gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
-    else:
+    if calibration not in ("classic", "analytic"):
         raise ValueError(f"calibration must be 'classic' or 'analytic', got {calibration!r}")
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    sensitivity = check_sensitivity(sensitivity)
+    if calibration == "classic":  # validates epsilon < 1 before anything is drawn
+        gaussian_sigma_classic(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     rng = check_rng(rng)
     arr = _finite_array(value, "value")
-    return _return(arr + rng.normal(0.0, sigma, size=arr.shape), value)
+    if sensitivity == 0:
+        return _return(arr.copy(), value)
+    plan = gaussian_grid(epsilon=epsilon, delta=delta, sensitivity=sensitivity,
+                         calibration=calibration)
+    noise = discrete_gaussian(plan.t, plan.m, arr.size, rng=rng).reshape(arr.shape)
+    return _return(grid_release(arr, plan.exponent, noise), value)
 
 
 # --------------------------------------------------------------------------- selection

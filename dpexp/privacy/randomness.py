@@ -1,19 +1,27 @@
 """Random number streams for the privacy mechanisms.
 
-Reproducible runs (the default)
-    Every cell has one ``numpy.random.SeedSequence`` (:func:`dpexp.seeding.seed_sequence`).
-    Estimators spawn child sequences per tree and per mechanism with
-    :func:`spawn_generators`, so no generator state is ever used for two noise draws that
-    must be independent (two mechanisms sharing a stream would make their noise
-    correlated, which breaks the composition theorems).
+Defaults are private
+    An estimator's ``random_state`` seeds its structure only; with ``noise_rng=None`` its
+    noise comes from fresh OS entropy (:func:`estimator_streams`), so nothing published
+    with the model (``seeds_``, the random_state itself) lets anyone recompute the noise.
+
+Reproducible runs (an explicit choice)
+    The runner passes ``noise_rng=seeded_noise(random_state)`` (a SeedSequence keyed by
+    the cell's seed, :func:`dpexp.seeding.seed_sequence`) and says so in every result row
+    (``noise`` = :data:`SEEDED_NOISE`): a research result, not a release. Estimators spawn
+    child sequences per tree and per mechanism with :func:`spawn_generators`, so no
+    generator state is ever used for two noise draws that must be independent (two
+    mechanisms sharing a stream would make their noise correlated, which breaks the
+    composition theorems).
 
 Real releases (:func:`secure_generator`)
     A :class:`SecureGenerator` draws every uniform from the operating system's
     cryptographically secure source (``os.urandom`` via :mod:`secrets`) and turns it into
     Laplace, Gaussian, Gumbel and exponential noise by inverse transforms. It is *not*
     reproducible, which is the point: the noise of a published model must not be
-    recoverable from a seed. It does not fix the floating-point leakage of textbook
-    samplers (Mironov, CCS 2012); use a snapping/discrete sampler if that matters.
+    recoverable from a seed. The mechanisms' exact discrete samplers
+    (:mod:`dpexp.privacy.samplers`) consume its 64-bit words as they consume a numpy
+    Generator's, so the floating-point guarantee (docs/PRIVACY.md) holds with either.
 """
 
 from __future__ import annotations
@@ -31,11 +39,15 @@ from dpexp.seeding import seed_sequence
 __all__ = [
     "EstimatorStreams",
     "SecureGenerator",
+    "NOT_PRIVATE",
     "Rng",
+    "SEEDED_NOISE",
     "check_rng",
     "estimator_streams",
     "make_generator",
+    "random_words",
     "secure_generator",
+    "seeded_noise",
     "spawn_generators",
 ]
 
@@ -113,6 +125,25 @@ def check_rng(rng: Any, name: str = "rng") -> Rng:
     )
 
 
+def random_words(rng: Rng, n: int) -> np.ndarray:
+    """``n`` independent uniformly random 64-bit words (``uint64``) from ``rng``.
+
+    The raw input of the exact samplers (:mod:`dpexp.privacy.samplers`): a
+    ``numpy.random.Generator`` gives ``integers(0, 2**64, dtype=uint64)``, which for the
+    full range is the bit generator's next 64-bit outputs, so draws of sizes ``a`` then
+    ``b`` are the words of one draw of size ``a + b`` (the samplers' outputs depend on the
+    stream only, not on how it is chunked); a :class:`SecureGenerator` gives words from
+    ``secrets.token_bytes`` (the OS secure source).
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if isinstance(rng, SecureGenerator):
+        return np.frombuffer(secrets.token_bytes(8 * n), dtype="<u8").astype(np.uint64)
+    rng = check_rng(rng)
+    return rng.integers(0, 2**64, size=n, dtype=np.uint64)
+
+
 def make_generator(
     seed: int | np.random.SeedSequence, key: str | None = None
 ) -> np.random.Generator:
@@ -170,28 +201,80 @@ class EstimatorStreams:
 #: Spawn key that separates the noise stream from the structure stream of a random_state.
 _NOISE_KEY = 0x6E6F697365  # "noise"
 
+#: What a result row says of noise drawn through :func:`seeded_noise` (the runner's choice).
+SEEDED_NOISE = "seeded from the run seed (research result, not a release)"
+
+
+def seeded_noise(random_state: int) -> np.random.SeedSequence:
+    """A reproducible noise source keyed by ``random_state``: ``noise_rng=`` for experiments.
+
+    The same SeedSequence as the one ``estimator_streams`` derived by default before noise
+    came from fresh OS entropy, so experiment numbers do not change. Whoever knows
+    ``random_state`` (published with the model through its structure, e.g. ``seeds_``) can
+    recompute this noise: a result fitted with it is a research result, not a release.
+    """
+    if isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
+        raise TypeError(f"random_state must be an int, got {type(random_state).__name__}")
+    return np.random.SeedSequence([_NOISE_KEY, int(random_state)])
+
+
+@dataclass(frozen=True)
+class _NotPrivate:
+    """The type of :data:`NOT_PRIVATE` (a sentinel, compared by identity)."""
+
+    def __repr__(self) -> str:
+        return "NOT_PRIVATE"
+
+
+#: ``noise_rng`` of an estimator that releases nothing private: a non-private variant
+#: without a ``noise_rng`` parameter passes ``getattr(self, "noise_rng", NOT_PRIVATE)``.
+#: Its random choices outside the structure (ties, empty leaves) are then derived from
+#: ``random_state``, deterministic as scikit-learn's estimators are: no noise to protect.
+NOT_PRIVATE = _NotPrivate()
+
+
+def _fresh_copy(seed: np.random.SeedSequence) -> np.random.SeedSequence:
+    """``seed`` at its current state, as a new object: every fit spawns the same children
+    from one SeedSequence (as from one int seed) and the caller's object is never advanced."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size,
+                                  n_children_spawned=seed.n_children_spawned)
+
 
 def estimator_streams(random_state: Any, noise_rng: Any = None) -> EstimatorStreams:
     """Structure and noise streams of a private estimator.
 
-    ``random_state`` (None or an int, as scikit-learn) seeds the structure stream.
-    ``noise_rng`` is None (noise from an independent SeedSequence keyed by
-    ``random_state`` -- reproducible, for experiments; fresh OS entropy when
-    ``random_state`` is None) or a ``numpy.random.Generator`` / :class:`SecureGenerator`
-    whose children draw the noise (``noise_rng=dpexp.privacy.secure_generator()`` for a
-    published model). Floating-point samplers leak through their low-order bits
-    (Mironov, CCS 2012); see docs/PRIVACY.md.
+    ``random_state`` (None or an int, as scikit-learn) seeds the structure stream only.
+    ``noise_rng`` draws the noise:
+
+    * None (the default): fresh OS entropy, never derived from ``random_state`` -- two fits
+      with one ``random_state`` draw independent noise, and the published structure
+      (``seeds_``) reveals nothing of it;
+    * a ``numpy.random.SeedSequence`` (e.g. :func:`seeded_noise`): reproducible noise, an
+      explicit choice for experiments; each fit spawns from the sequence's current state
+      (a copy), so two fits with one sequence draw the same noise;
+    * a ``numpy.random.Generator`` / :class:`SecureGenerator` whose children draw the noise
+      (``noise_rng=dpexp.privacy.secure_generator()`` for a published model);
+    * :data:`NOT_PRIVATE` (a non-private variant: derived from ``random_state``).
+
+    The value mechanisms sample exactly on public grids, so no low-order bits of a
+    release depend on the data (Mironov, CCS 2012; docs/PRIVACY.md, "Floating-point attacks").
     """
     if random_state is not None and not isinstance(random_state, int | np.integer):
         raise TypeError(
             f"random_state must be None or an int, got {type(random_state).__name__}"
         )
     structure = np.random.SeedSequence(None if random_state is None else int(random_state))
-    if noise_rng is None:
-        if random_state is None:
-            noise: np.random.SeedSequence | Rng = np.random.SeedSequence()
-        else:
-            noise = np.random.SeedSequence([_NOISE_KEY, int(random_state)])
+    if noise_rng is None or (noise_rng is NOT_PRIVATE and random_state is None):
+        noise: np.random.SeedSequence | Rng = np.random.SeedSequence()  # OS entropy
+    elif noise_rng is NOT_PRIVATE:
+        noise = seeded_noise(random_state)
+    elif isinstance(noise_rng, np.random.SeedSequence):
+        noise = _fresh_copy(noise_rng)
+    elif isinstance(noise_rng, np.random.Generator | SecureGenerator):
+        noise = noise_rng
     else:
-        noise = check_rng(noise_rng, "noise_rng")
+        raise TypeError(
+            f"noise_rng must be None, a numpy.random.SeedSequence (e.g. seeded_noise(seed)), "
+            f"a numpy.random.Generator or a dpexp SecureGenerator, got {type(noise_rng).__name__}"
+        )
     return EstimatorStreams(structure=structure, noise=noise)

@@ -22,13 +22,14 @@ column 1 the binary label. The output of one run is ``T * 2`` labels, tree-major
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from dpexp.privacy.accountant import Accountant
 from dpexp.privacy.mechanisms import report_noisy_max_one_sided
-from dpexp.privacy.partition import record_partition, record_partition_batch
+from dpexp.privacy.partition import RecordIds, record_ids, record_partition, record_partition_batch
 
 N_TREES = 3
 N_LEAVES = 2
@@ -39,12 +40,19 @@ BASE = np.array([[1, 0], [1, 0], [1, 0], [1, 1], [0, 1], [0, 0]], dtype=np.int64
 CANARY = np.array([[0, 0]], dtype=np.int64)
 DATASETS = (BASE, np.concatenate([BASE, CANARY]))
 
-Partitioner = Callable[[int, np.random.Generator, int], np.ndarray]
+#: ``partition(data, rng, size)`` -> ``(size, n)`` tree of each record per draw.
+Partitioner = Callable[[np.ndarray, np.random.Generator, int], np.ndarray]
 
 
-def stable_parts(n: int, rng: np.random.Generator, size: int) -> np.ndarray:
-    """``size`` record-stable partitions of ``n`` records into the trees, ``(size, n)``."""
-    return record_partition_batch(n, [1.0 / N_TREES] * N_TREES, rng, size)
+def data_ids(data: np.ndarray) -> RecordIds:
+    """Content ids of the records (feature, label): a record's tree depends on it alone."""
+    data = np.asarray(data)
+    return record_ids(data[:, :1], data[:, 1])
+
+
+def stable_parts(data: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` record-stable partitions of the records into the trees, ``(size, n)``."""
+    return record_partition_batch(data_ids(data), [1.0 / N_TREES] * N_TREES, rng, size)
 
 
 def leaf_counts(data: np.ndarray, parts: np.ndarray) -> np.ndarray:
@@ -68,7 +76,7 @@ def forest_release(
     partition: Partitioner = stable_parts,
 ) -> np.ndarray:
     """``size`` independent forests (fresh partition and noise each): ``(size, T * L)`` labels."""
-    parts = partition(len(data), rng, size)
+    parts = partition(np.asarray(data), rng, size)
     counts = leaf_counts(np.asarray(data), parts)
     labels = report_noisy_max_one_sided(counts, epsilon=epsilon, rng=rng)
     return np.asarray(labels).reshape(size, N_TREES * N_LEAVES)
@@ -93,21 +101,19 @@ def fit_forest(
     records -- only for the broken fixture.
     """
     acc = Accountant(epsilon=epsilon, keep_outputs=True, fixed_outputs=fixed_outputs)
-    parts = record_partition(len(data), N_TREES, rng if public_rng is None else public_rng)
+    parts = record_partition(data_ids(data), N_TREES, rng if public_rng is None else public_rng)
     whats = [[f"tree {t} leaf {leaf} label" for leaf in range(N_LEAVES)] for t in range(N_TREES)]
+    counts = leaf_counts(data, parts[None, :])[0]  # (T, L, C)
+    # only the broken fixture draws leaf 0 with more epsilon than it charges
+    eps_draw = [epsilon * leaf_epsilon_factor] + [epsilon] * (N_LEAVES - 1)
     with acc.parallel("trees"):
         for t in range(N_TREES):
             with acc.sequential(f"tree {t}"), acc.parallel(f"leaves of tree {t}"):
                 for leaf in range(N_LEAVES):
-                    acc.spend(epsilon, what=whats[t][leaf], mechanism="report_noisy_max_one_sided")
-    # Release only after the budget check passed (one vectorised call for all leaves).
-    counts = leaf_counts(data, parts[None, :])[0]  # (T, L, C)
-    labels = report_noisy_max_one_sided(counts, epsilon=epsilon, rng=rng)
-    if leaf_epsilon_factor != 1.0:
-        labels[:, 0] = report_noisy_max_one_sided(
-            counts[:, 0], epsilon=epsilon * leaf_epsilon_factor, rng=rng
-        )
-    for t in range(N_TREES):
-        for leaf in range(N_LEAVES):
-            acc.record_output(whats[t][leaf], int(labels[t, leaf]))
+                    label = acc.release(
+                        partial(report_noisy_max_one_sided, counts[t, leaf],
+                                epsilon=eps_draw[leaf], rng=rng),
+                        epsilon=epsilon, what=whats[t][leaf],
+                        mechanism="report_noisy_max_one_sided")
+                    acc.record_output(whats[t][leaf], int(label))
     return acc

@@ -50,7 +50,9 @@ and the spread of one series over its replicates (the std of the folds and repea
 
 Every form may carry ``explained: <evidence>`` (the ablation or experiment and its numbers
 that account for a failure; returned as :attr:`ClaimResult.explanation`, it applies only
-when the claim fails) and ``note: <context>`` (shown with the verdict whatever it is, e.g.
+when the claim fails), with ``shown: {experiment: ID}`` when a committed experiment shows
+it (else it is only plausible) and ``post_hoc: <text>`` when it rests on a choice made
+after seeing the failure, and ``note: <context>`` (shown with the verdict whatever it is, e.g.
 why a claim that holds in form says little).
 """
 
@@ -63,7 +65,7 @@ import pandas as pd
 
 CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets",
               "series", "trend", "over", "explained", "margin", "close", "to", "within", "share",
-              "spread", "max_std", "note", "after", "at_step", "by"}
+              "spread", "max_std", "note", "after", "at_step", "by", "shown", "post_hoc"}
 
 
 @dataclass
@@ -74,6 +76,13 @@ class ClaimResult:
     #: The spec's ``explained:`` evidence for this claim ("" if none); it accounts for a
     #: "fail" (the report shows it there), never turns a fail into a pass.
     explanation: str = ""
+    #: ``shown`` when the explanation names a committed experiment that shows it (``shown:
+    #: {experiment: ID}``), ``plausible`` for any other explanation, "" without one.
+    explanation_status: str = ""
+    #: The experiment a shown explanation names ("" if none).
+    shown_by: str = ""
+    #: The choice made after seeing the failure that the explanation rests on ("" if none).
+    post_hoc: str = ""
 
 
 #: The status of every machine-checkable claim at smoke scale: a pipeline check, never a
@@ -143,7 +152,11 @@ def check_claim(claim, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
     result = check(claim, agg, tasks)
     if claim.get("note") and result.status in ("pass", "fail"):
         result = replace(result, detail=f"{result.detail}. Note: {claim['note']}")
-    return replace(result, explanation=str(claim.get("explained") or ""))
+    explanation = str(claim.get("explained") or "")
+    shown_by = str((claim.get("shown") or {}).get("experiment") or "") if explanation else ""
+    status = ("shown" if shown_by else "plausible") if explanation else ""
+    return replace(result, explanation=explanation, explanation_status=status, shown_by=shown_by,
+                   post_hoc=str(claim.get("post_hoc") or "") if explanation else "")
 
 
 def _selected(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> pd.DataFrame:

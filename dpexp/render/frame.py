@@ -12,7 +12,7 @@ paid for with budget).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -25,8 +25,8 @@ from dpexp.render.markup import SMOKE_LABEL
 #: runner recorded them get these values, which claim nothing: privacy unknown, domain
 #: source unrecorded, an ordinary metric.
 EXTRA_COLUMNS: dict[str, object] = {
-    "private": None, "not_dp_reason": "", "domain_source": "", "metric_kind": "metric",
-    "data_version": "",
+    "private": None, "not_dp_reason": "", "domain_source": "", "noise": "",
+    "metric_kind": "metric", "data_version": "",
 }
 
 
@@ -38,6 +38,7 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
             f[col] = default
     f["not_dp_reason"] = f["not_dp_reason"].fillna("").astype(str)
     f["domain_source"] = f["domain_source"].fillna("").astype(str)
+    f["noise"] = f["noise"].fillna("").astype(str)
     f["data_version"] = f["data_version"].astype(object).fillna("").astype(str)
     f["metric_kind"] = f["metric_kind"].fillna("metric").astype(str)
     f["private"] = f["private"].map(_as_bool).astype(object)
@@ -168,7 +169,10 @@ class RenderContext:
     display: dict[str, str]  # dataset key -> display name
     tasks: dict[str, str]  # dataset key -> classification | regression
     scale: str
-    note: str = ""  # second title line (feature-domain source)
+    note: str = ""  # the figure's caption (feature-domain source), never its title
+    #: series label -> the registry name of its algorithm (``procedure:...`` for a
+    #: procedure): figures colour a series by it (dpexp.render.style)
+    algorithms: dict[str, str] = field(default_factory=dict)
 
     def title(self, spec: ExperimentSpec, width: int = 110) -> str:
         import textwrap
@@ -275,8 +279,11 @@ def render_context(spec: ExperimentSpec, frame: pd.DataFrame, scale: str) -> Ren
     paper = _paper_datasets(spec)  # one spec-file read for both
     order = dataset_order(spec, frame["dataset"].unique(), paper)
     display = dataset_display(spec, order, paper)
+    algorithms = (dict(zip(frame["label"].astype(str), frame["algorithm"].astype(str), strict=True))
+                  if {"label", "algorithm"} <= set(frame.columns) else {})
     return RenderContext(order=order, display=display, tasks=dataset_tasks(order, frame),
-                         scale=scale, note=domain_statement(frame, order, display))
+                         scale=scale, note=domain_statement(frame, order, display),
+                         algorithms=algorithms)
 
 
 #: Title of the caveat box listing :func:`not_dp_caveats`.

@@ -28,16 +28,26 @@ _STYLE = (
     "blockquote{border-left:5px solid #c0392b;background:#fdf0ef;margin:1em 0;padding:0.4em 1em}"
     f".{GOOD}{{background:#d4efd4}}.{WARN}{{background:#ffe9b3}}.{BAD}{{background:#f6c9c6}}"
     f".{NONE}{{background:#ececec;color:#555}}"
+    # The verdict table is wide: smaller type, and it scrolls inside the text column
+    # instead of running off the page.
+    "table.verdicts{display:block;overflow-x:auto;max-width:100%;font-size:0.78em}"
     "table.verdicts td.n{text-align:right;white-space:nowrap}"
     "table.verdicts td:nth-child(2){white-space:nowrap}"
     "table.verdicts tr.paper th{text-align:left;background:#dde6f0}"
     "li.v-good,li.v-warn,li.v-bad,li.v-none{padding:1px 4px;margin:2px 0}"
+    "table.verdicts tr.total td{font-weight:bold;border-top:2px solid #888}"
+    # Per-artefact caveats, collapsed under a one-line summary (issue 42).
+    "details.caveats{border-left:5px solid #c0392b;background:#fdf0ef;margin:0.6em 0;"
+    "padding:0.2em 0.8em}details.caveats summary{cursor:pointer;font-weight:bold}"
+    "p.caption{font-size:0.9em;color:#333;margin-top:0}"
 )
 
 #: How a cell or list item of rendered Markdown starts -> its verdict class.
-_CELL_CLASS = {"reproduced": GOOD, "explained": WARN, "unexplained": BAD,
-               "not compared": NONE, "timing": NONE, "no tolerance": NONE}
+_CELL_CLASS = {"reproduced": GOOD, "shown": WARN, "refuted": WARN, "explained": WARN, "plausible": BAD,
+               "unexplained": BAD, "not compared": NONE, "timing": NONE, "no tolerance": NONE,
+               "not judged": NONE, "calibration": NONE, "reprint": NONE}
 _ITEM_CLASS = {"**✓ pass**": GOOD, "**✗ fail**": BAD, "**✗ fail (explained)**": WARN,
+               "**✗ fail (explained: shown": WARN, "**✗ fail (explained: plausible": BAD,
                "**·": NONE, "**?": NONE}
 
 
@@ -113,6 +123,21 @@ def page(blocks: Sequence[Block], base_dir: Path, title: str = "dpexp report") -
             f"<style>{_STYLE}</style></head><body>\n{body}</body></html>\n")
 
 
+#: How a totals row of the verdict table starts (it is drawn bold, with a rule above).
+TOTAL = "Total"
+
+
+def details_block(summary: str, markdown: str, base_dir: Path) -> Block:
+    """A collapsed ``<details>`` block: ``summary`` on one line, ``markdown`` inside.
+
+    The Markdown of REPORT.md wraps the same text in ``<details>`` (GitHub renders it);
+    the HTML renders the inside here, since raw HTML stays disabled in the renderer."""
+    inner = render_block(Block(markdown), base_dir)
+    head = html.escape(summary)
+    return Block(f"<details><summary>{head}</summary>\n\n{markdown.strip()}\n\n</details>",
+                 html=f'<details class="caveats"><summary>{head}</summary>\n{inner}</details>')
+
+
 @dataclass(frozen=True)
 class Cell:
     """One cell of the verdict table: its text and its verdict class (None: plain)."""
@@ -149,6 +174,7 @@ def verdict_table(header: Sequence[tuple[str, Sequence[str]]],
            "<tbody>"]
     for title, rows in groups:
         out.append(f'<tr class="paper"><th colspan="{n_cols}">{html.escape(title)}</th></tr>')
-        out += ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in rows]
+        out += [("<tr class=\"total\">" if row and row[0].text.startswith(TOTAL) else "<tr>")
+                + "".join(_td(c) for c in row) + "</tr>" for row in rows]
     out.append("</tbody></table>")
     return "\n".join(out)

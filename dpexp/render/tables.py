@@ -3,10 +3,10 @@
 Rows follow the paper's dataset order (then datasets run outside the spec's grid) and the
 spec's algorithm order; columns are named with the display names ("... (not DP)"). Beside
 a paper value, at paper scale, its verdict marker (:func:`dpexp.render.aggregate.verdict_mark`:
-✓ reproduced, "✓ (by interval)" reproduced only by the interval, ✗ (explained), ✗
-unexplained; :func:`dpexp.render.aggregate.judge_value`). The footer
-counts how many of the paper's printed values were shown and judged
-(:class:`dpexp.render.aggregate.ComparisonSummary`): at smoke scale none is.
+✓ reproduced by its kind's rule, "✗ (explained: shown|plausible)", ✗ unexplained;
+:func:`dpexp.render.aggregate.judge_value`). The footer counts the paper's printed values
+once each, calibration values apart (:class:`dpexp.render.aggregate.ComparisonSummary`):
+at smoke scale none is judged.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import pandas as pd
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.spec import ExperimentSpec
-from dpexp.render.aggregate import CI_LEVEL, INTERVAL_ONLY_MARK, comparison_summary, verdict_mark
+from dpexp.render.aggregate import comparison_summary
 from dpexp.render.frame import RenderContext, param_values, row_param
 from dpexp.render.markup import SMOKE_LABEL, md_escape
+from dpexp.render.numbers import mean_std, plain
 
 
 def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
@@ -49,8 +50,12 @@ def _sort_key(v) -> tuple[int, float, str]:
     return (1, 0.0, str(v))
 
 
-def _fmt(v: float, fmt: str = "{:.4g}") -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+def _fmt(v: float, fmt: str | None = None) -> str:
+    """A number of a table cell: 4 significant digits in positional notation (800,000, not
+    8e+05, :mod:`dpexp.render.numbers`) unless a format is given."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return plain(v, 4) if fmt is None else fmt.format(v)
 
 
 def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> pd.DataFrame:
@@ -95,10 +100,17 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> 
             "paper": sub["paper_value"].to_numpy(),
             "paper_std": sub["paper_std"].to_numpy(),
             "diff": sub["diff"].to_numpy(),
-            "within_tolerance": sub["within_tolerance"].to_numpy(),
-            "paper_in_ci": sub["paper_in_ci"].to_numpy(),
+            "paper_kind": sub["paper_kind"].to_numpy(),
+            "tolerance": sub["tolerance"].to_numpy(),
+            "eq_low": sub["eq_low"].to_numpy(),
+            "eq_high": sub["eq_high"].to_numpy(),
+            "equivalent": sub["equivalent"].to_numpy(),
             "value_verdict": sub["value_verdict"].to_numpy(),
             "explanation": sub["explanation"].to_numpy(),
+            "explanation_status": sub["explanation_status"].to_numpy(),
+            "post_hoc": sub["post_hoc"].to_numpy(),
+            "calibration": sub["calibration"].to_numpy(),
+            "reprint_of": sub["reprint_of"].to_numpy(),
             "verdict": sub["verdict"].to_numpy(),
             "kind": ["diagnostic" if d else "metric" for d in sub["diagnostic"]],
             "not_dp": sub["not_dp"].to_numpy(),
@@ -109,13 +121,15 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> 
 
 
 def _paper_text(r: pd.Series) -> str:
-    """" (paper V ✓)": the paper's value and, where judged, its verdict marker."""
+    """" (paper V ✓)": the paper's value and, where judged, its verdict marker (the
+    ``verdict`` column: a marker, or why there is none), flagged when the value was used
+    for calibration or is a reprint counted at its original."""
     if pd.isna(r["paper"]):
         return ""
-    w = r["within_tolerance"]
-    within = bool(w) if w in (True, False) else None  # None/NaN: no tolerance or not judged
-    mark = verdict_mark(r["value_verdict"], within)
-    return f" (paper {_fmt(r['paper'])}{' ' + mark if mark else ''})"
+    mark = str(r["verdict"]) if isinstance(r["verdict"], str) and r["verdict"].startswith(("✓", "✗")) else ""
+    flags = (["calibration"] if r.get("calibration") else []) + (["reprint"] if r.get("reprint_of") else [])
+    flag = f" [{', '.join(flags)}]" if flags else ""
+    return f" (paper {_fmt(r['paper'])}{' ' + mark if mark else ''}{flag})"
 
 
 def _numeric_column_order(long: pd.DataFrame) -> pd.DataFrame:
@@ -127,9 +141,12 @@ def _numeric_column_order(long: pd.DataFrame) -> pd.DataFrame:
     return long.iloc[numbers.to_numpy().argsort(kind="stable")]
 
 
-def _wide(long: pd.DataFrame, fmt: str) -> pd.DataFrame:
+def _wide(long: pd.DataFrame, fmt: str | None) -> pd.DataFrame:
+    """One column per setting; ``fmt`` the spec's cell format (None: :func:`mean_std`)."""
     def cell(r):
-        return fmt.format(mean=r["ours_mean"], std=r["ours_std"]) + _paper_text(r)
+        text = (mean_std(r["ours_mean"], r["ours_std"]) if fmt is None
+                else fmt.format(mean=r["ours_mean"], std=r["ours_std"]))
+        return text + _paper_text(r)
 
     long = _numeric_column_order(long.assign(text=long.apply(cell, axis=1)))
     if not (long.groupby("row")["metric"].nunique() > 1).any() and long["metric"].nunique() > 1:
@@ -178,28 +195,28 @@ def _latex(wide: pd.DataFrame, row_name: str, caption: str) -> str:
     return "\n".join(body) + "\n"
 
 
-def _verdict_legend(long: pd.DataFrame, tolerance: float | None) -> str:
+def _verdict_legend(long: pd.DataFrame) -> str:
     """What the markers mean (only when a marker is shown)."""
     if not long["value_verdict"].notna().any():
         return ""
-    interval = (f"the paper's value inside our {CI_LEVEL:.0%} interval of the mean, widened by "
-                "the paper's standard error where it prints a std")
-    if tolerance is None:
-        reproduced = f"✓ reproduced ({interval})"
-    else:
-        reproduced = (f"✓ reproduced (within ±{tolerance:g} of the paper's value); "
-                      f"{INTERVAL_ONLY_MARK} farther than ±{tolerance:g} but {interval} (with "
-                      "few noisy runs: not contradicted rather than matched)")
-    return (f"Markers beside the paper's values: {reproduced}; ✗ (explained) a miss the spec "
-            "explains with evidence; ✗ a miss without an explanation.")
+    return ("Markers beside the paper's values: ✓ reproduced by the value's kind's rule "
+            "(descriptors and formulas: equal at the printed precision; performance values "
+            "and diagnostics: the 90% interval of ours − paper inside ±tolerance, TOST at 5%); "
+            "✗ (explained: shown) a miss whose explanation names an experiment and cells that "
+            "land (the report checks them); ✗ (explained: plausible) a cause argued with "
+            "numbers that do not land; post hoc: a choice made after seeing the miss; ✗ (refuted by "
+            "the paper's own numbers) a miss the paper's other printed values exclude; ✗ a miss "
+            "without an explanation; [calibration] a value a setting was chosen on; [reprint] "
+            "a number counted once, at its original.")
 
 
 def _diagnostics_note(long: pd.DataFrame) -> str:
     names = sorted(set(long.loc[long["kind"] == "diagnostic", "metric"]))
     if not names:
         return ""
-    return ("Diagnostics (exact quantities of the run such as timings or counts, not DP "
-            f"releases; shown, never judged against the paper): {md_escape(', '.join(names))}.")
+    return ("Diagnostics (exact quantities of the run, not DP releases; judged like the "
+            "printed value's kind says, timings never): "
+            f"{md_escape(', '.join(names))}.")
 
 
 def _row_name(spec: ExperimentSpec) -> str:
@@ -217,13 +234,12 @@ def render_table(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path, ctx: R
     counts, and the diagnostics shown.
     """
     long = build_table(spec, agg, ctx)
-    fmt = (spec.table or {}).get("format", "{mean:.4g} ± {std:.2g}")
+    fmt = (spec.table or {}).get("format")
     wide = _wide(long, fmt) if len(long) else pd.DataFrame()
     row_name = _row_name(spec)
     md = [header, "", _markdown(wide, row_name) if len(wide) else "_No cached results for this table's metric._", ""]
     footer = comparison_summary(agg, spec, ctx.scale).text()
-    tol = spec.paper_values.get("tolerance")
-    legend = _verdict_legend(long, None if tol is None else float(tol)) if len(long) else ""
+    legend = _verdict_legend(long) if len(long) else ""
     md += [x for x in (md_escape(footer) if footer else "", md_escape(legend), _diagnostics_note(long)) if x]
     out_base.parent.mkdir(parents=True, exist_ok=True)
     # Not with_suffix: a filter tag may contain dots (eps=0.5).

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpexp.privacy import exponential_mechanism, laplace_mechanism
 from dpexp.trees.grower import LeafContext, SplitContext
 from dpexp.trees.split_search import (
     best_splits,
@@ -131,15 +130,11 @@ class ExponentialSplit:
         util = candidate_gains(ctx.hist, float(self.reg_lambda), ctx.n_candidates,
                                lay.offsets, ctx.n_bins)
         # one split per node; the nodes of a depth hold disjoint rows (parallel composition)
-        ctx.accountant.spend(
-            self.epsilon, releases=ctx.n_nodes,
-            what=f"{ctx.label} depth {ctx.depth} splits",
-            nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(), mechanism="exponential",
-            sensitivity=self.sensitivity,
-        )
-        choice = np.asarray(
-            exponential_mechanism(util, epsilon=self.epsilon, sensitivity=self.sensitivity,
-                                  rng=ctx.rng), dtype=np.int64).reshape(-1)
+        choice = np.asarray(ctx.accountant.exponential(
+            util, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng,
+            releases=ctx.n_nodes, what=f"{ctx.label} depth {ctx.depth} splits",
+            nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(),
+        ), dtype=np.int64).reshape(-1)
         return lay.feature_bin(choice)
 
 
@@ -167,13 +162,11 @@ class LaplaceLeaf:
         v = -ctx.totals[:, 0] / (ctx.totals[:, 1] + self.reg_lambda)
         if self.clip is not None:
             v = np.clip(v, -self.clip, self.clip)
-        if ctx.n_leaves:  # one value per leaf; leaves hold disjoint rows (parallel composition)
-            ctx.accountant.spend(
-                self.epsilon, releases=ctx.n_leaves, what=f"{ctx.label} leaf values",
-                nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(), mechanism="laplace",
-                sensitivity=self.sensitivity,
-            )
-        return np.atleast_1d(
-            laplace_mechanism(v, epsilon=self.epsilon, sensitivity=self.sensitivity,
-                              rng=ctx.rng)
-        )
+        if not ctx.n_leaves:
+            return np.atleast_1d(v)
+        # one value per leaf; leaves hold disjoint rows (parallel composition)
+        return np.atleast_1d(ctx.accountant.laplace(
+            v, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng,
+            releases=ctx.n_leaves, what=f"{ctx.label} leaf values",
+            nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(),
+        ))

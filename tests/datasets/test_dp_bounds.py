@@ -22,7 +22,7 @@ def test_range_covers_the_bulk_and_charges_the_budget():
     dom = dp_feature_domain(X, 1.0, np.random.default_rng(1), accountant=acc)
     assert acc.epsilon_spent == pytest.approx(1.0)
     (entry,) = acc.ledger()
-    assert entry["mechanism"] == "laplace" and entry["sensitivity"] == 3.0
+    assert entry["mechanism"] == "discrete_laplace" and entry["sensitivity"] == 3
     q_lo, q_hi = np.quantile(X, [0.01, 0.99], axis=0)
     assert np.all(dom[:, 0] <= q_lo) and np.all(dom[:, 1] >= q_hi)
     assert np.all(dom[:, 1] <= 2 * X.max(axis=0) + 1)  # power-of-two bins: within a factor 2

@@ -258,8 +258,8 @@ class _UnderNoisedLeaf(NoisySumCountLeaf):
         quiet = NoisySumCountLeaf(self.reg_lambda, self.hessian, self.g_star,
                                   30 * self.eps_sum, 30 * self.eps_count, self.clip)
         out = quiet(type(ctx)(**{**ctx.__dict__, "accountant": spent}))
-        ctx.accountant.spend(self.eps_sum + self.eps_count, releases=max(ctx.n_leaves, 1),
-                             what=f"{ctx.label} leaves (claimed)")
+        ctx.accountant.release(lambda: None, epsilon=self.eps_sum + self.eps_count,
+                               releases=max(ctx.n_leaves, 1), what=f"{ctx.label} leaves (claimed)")
         return out
 
 

@@ -23,6 +23,7 @@ from dpexp.papers.dpboost.estimators import (
     NPGBDTRegressor,
 )
 from dpexp.privacy.public import DataDependentClassesWarning
+from dpexp.privacy.randomness import seeded_noise
 
 META = {
     "feature_domain": np.tile([0.0, 1.0], (2, 1)),
@@ -120,10 +121,15 @@ def test_same_seeds_same_model_and_noise_rng_changes_only_the_noise(monkeypatch)
     np.testing.assert_array_equal(parts[0], parts[2])  # ... but the same partition
 
 
-def test_noise_rng_none_is_reproducible_from_random_state():
+def test_noise_rng_none_is_fresh_and_a_seeded_noise_rng_reproducible():
+    """Issue #38 item 1: ``random_state`` drives the structure only; the default noise is
+    fresh OS entropy, reproducible noise an explicit ``noise_rng=seeded_noise(...)``."""
     X, y = _data()
     a, b = (DPBoostClassifier(classes=[0, 1], random_state=5, **SMALL, **META).fit(X, y)
             for _ in range(2))
+    assert not _trees_equal(a, b)
+    a, b = (DPBoostClassifier(classes=[0, 1], random_state=5, noise_rng=seeded_noise(5),
+                              **SMALL, **META).fit(X, y) for _ in range(2))
     assert _trees_equal(a, b)
 
 

@@ -13,6 +13,7 @@ from dpexp.papers.fletcher.forest import (
     FletcherNonPrivateForestClassifier,
 )
 from dpexp.papers.fletcher.trees import TreeSchema, count_leaves, route
+from dpexp.privacy import seeded_noise
 from dpexp.registry import all_algorithms
 
 
@@ -48,7 +49,8 @@ def test_partition_is_record_stable():
 def test_empty_leaves_vote_uniformly():
     X, y, dom = synth_a(200)
     X3, y3 = X[:4], np.array([0, 1, 0, 1])
-    f = FletcherForestClassifier(n_trees=400, max_depth=6, feature_domain=dom, random_state=0).fit(X3, y3)
+    f = FletcherForestClassifier(n_trees=400, max_depth=6, feature_domain=dom, random_state=0,
+                                 noise_rng=seeded_noise(0)).fit(X3, y3)
     # 400 trees for 4 records: almost every tree is empty, so votes are ~uniform.
     p = f.predict_proba(X[100:150])
     assert np.abs(p[:, 0] - 0.5).mean() < 0.06
@@ -72,7 +74,8 @@ def test_route_equals_materialised_full_tree_on_categorical_data():
 def test_accuracy_synth_a_eps1_above_80pct():
     X, y, dom = synth_a(10000)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
-    f = FletcherForestClassifier(epsilon=1.0, feature_domain=dom, random_state=0).fit(Xtr, ytr)
+    f = FletcherForestClassifier(epsilon=1.0, feature_domain=dom, random_state=0,
+                                 noise_rng=seeded_noise(0)).fit(Xtr, ytr)
     assert f.depth_ == 5
     assert (f.predict(Xte) == yte).mean() > 0.80
 
@@ -81,8 +84,8 @@ def test_non_private_and_comparators_run():
     X, y, dom = synth_a(4000)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
     for est in (FletcherNonPrivateForestClassifier(feature_domain=dom, random_state=0),
-                JPWForestClassifier(feature_domain=dom, random_state=0),
-                FSTreeClassifier(feature_domain=dom, random_state=0)):
+                JPWForestClassifier(feature_domain=dom, random_state=0, noise_rng=seeded_noise(0)),
+                FSTreeClassifier(feature_domain=dom, random_state=0, noise_rng=seeded_noise(0))):
         est.fit(Xtr, ytr)
         p = est.predict_proba(Xte)
         assert p.shape == (Xte.shape[0], 2) and np.allclose(p.sum(1), 1)
@@ -97,7 +100,8 @@ def test_categorical_forest_runs():
     y = (X[:, 2] + (X[:, 1] > 7) > 0.5).astype(int)
     dom = np.array([[0, 40], [0, 15], [-5, 5]], float)
     f = FletcherForestClassifier(n_trees=30, feature_domain=dom, categorical_features=[True, True, False],
-                                 n_categories=[41, 16, 0], random_state=0).fit(X, y)
+                                 n_categories=[41, 16, 0], random_state=0,
+                                 noise_rng=seeded_noise(0)).fit(X, y)
     assert f.depth_ == 2 + 1
     assert (f.predict(X) == y).mean() > 0.6
     assert 0 < f.diagnostics_["empty_leaf_fraction"] < 1

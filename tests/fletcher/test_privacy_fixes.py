@@ -90,7 +90,8 @@ def test_jpw_empty_leaf_counts_are_fresh_noise():
         key = route_forest(est.schema_, est.seeds_, fa.JPW_PROBE[1:])[0]
         equal += bool(np.any(counts == fa.seed_hashed_laplace(key, 16, 1.0 / est.eps_tree_)[0]))
         values.add(float(counts[0]))
-    assert equal == 0 and len(values) == 100  # was: 100/100 equal to the seed hash, 1 value
+    # was: 100/100 equal to the seed hash, 1 value; now exact discrete Laplace integers
+    assert equal == 0 and len(values) >= 5 and all(v == int(v) for v in values)
 
 
 # ----------------------------------------------------------------------- 2. classes
@@ -261,7 +262,9 @@ def test_audit_targets(target):
     missing = missing_requirements(target)
     if missing:
         pytest.skip(f"{target.algorithm} needs the optional package(s) {', '.join(missing)}")
-    result = run_target(target, quick=True, samples=300)
+    # at most 300 draws, or the target's own quick size where it asks for fewer or more
+    # (a float-bits twin needs 600 draws to show its leak clearly)
+    result = run_target(target, quick=True, samples=min(max(300, target.quick_samples), 600))
     assert result.as_expected, result.summary_line()
     if not target.expected_to_pass:
         assert result.epsilon_lower_bound > 2.0, result.summary_line()

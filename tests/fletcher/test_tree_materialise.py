@@ -40,6 +40,7 @@ from dpexp.papers.fletcher.trees import (
     route_forest,
     vote_counts,
 )
+from dpexp.privacy.randomness import seeded_noise
 
 
 def awkward_rows(rng: np.random.Generator, schema: TreeSchema, n: int) -> np.ndarray:
@@ -205,7 +206,8 @@ def test_estimator_uses_the_arrays_and_predicts_the_same(make):
 def test_above_the_bound_the_keyed_walk_is_used(monkeypatch):
     X, y = mixed_data(3000, 0)
     Xt, _ = mixed_data(2000, 1)
-    est = FletcherForestClassifier(n_trees=30, random_state=0, **META).fit(X, y)
+    # the refit must draw the same noise: seeded explicitly (the default is fresh entropy)
+    est = FletcherForestClassifier(n_trees=30, random_state=0, noise_rng=seeded_noise(0), **META).fit(X, y)
     expected = est.predict_proba(Xt)
     forest = est.materialised_.forest
     assert forest is not None
@@ -213,7 +215,7 @@ def test_above_the_bound_the_keyed_walk_is_used(monkeypatch):
     assert materialise_forest(est.schema_, est.seeds_, max_nodes=forest.feature.size) is not None
     assert materialise_forest(est.schema_, est.seeds_, max_nodes=forest.feature.size - 1) is None
     monkeypatch.setattr(trees, "MAX_MATERIALISED_NODES", forest.feature.size - 1)
-    refit = FletcherForestClassifier(n_trees=30, random_state=0, **META).fit(X, y)
+    refit = FletcherForestClassifier(n_trees=30, random_state=0, noise_rng=seeded_noise(0), **META).fit(X, y)
     np.testing.assert_array_equal(refit.predict_proba(Xt), expected)
     assert refit.materialised_.forest is None
     # A deep all-discrete forest (Mushroom-like) is refused after counting one tree's share.
@@ -236,7 +238,8 @@ def test_small_calls_keep_the_keyed_walk_and_refusals_are_remembered():
 def test_pickle_copy_and_clone():
     X, y = mixed_data(3000, 0)
     Xt, _ = mixed_data(500, 1)
-    est = FletcherForestClassifier(n_trees=25, random_state=0, **META).fit(X, y)
+    # clone keeps the seeded noise_rng, so the refit draws the same noise
+    est = FletcherForestClassifier(n_trees=25, random_state=0, noise_rng=seeded_noise(0), **META).fit(X, y)
     p = est.predict_proba(Xt)
     assert est.materialised_.forest is not None
     blob = pickle.dumps(est)

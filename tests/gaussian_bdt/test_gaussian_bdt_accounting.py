@@ -56,8 +56,9 @@ def test_gaussian_bdt_spends_exactly_eps_and_delta():
         assert m.diagnostics_["analytic_calibration"] == float(eps / 20 >= 1)
         eps_r, delta_r = release_budgets(eps, 1e-5, 10)
         assert all(e["epsilon"] == eps_r and e["delta"] == delta_r for e in acc.ledger())
-        # 2 releases per leaf, 8 leaves per tree, 10 trees
-        assert len(acc.ledger()) == 2 * 8 * 10
+        # 2 releases per leaf, 8 leaves per tree, 10 trees: one entry per query and tree
+        assert len(acc.ledger()) == 2 * 10
+        assert all(e.get("releases") == 8 and e["mechanism"] == "gaussian" for e in acc.ledger())
 
 
 def test_gaussian_bdt_random_splits_use_no_data():

@@ -14,6 +14,7 @@ from dpexp.papers.inprivate.formulas import (
     assign_chunks,
     round_shares,
 )
+from dpexp.privacy import record_ids
 from dpexp.privacy.randomness import estimator_streams
 
 DOM = np.array([[-6.0, 6.0]] * 5)
@@ -57,7 +58,8 @@ def test_regression_ledger_and_spend_never_exceeds():
 @pytest.mark.parametrize("final_round", ["rest", "half"])
 def test_chunks_are_disjoint_across_rounds_and_participants(final_round):
     n, N, R = 40000, 4, 3
-    owner, rnd = assign_chunks(n, N, 1 / N, round_shares(R, final_round), np.random.default_rng(0))
+    ids = record_ids(np.random.default_rng(1).normal(size=(n, 2)))
+    owner, rnd = assign_chunks(ids, N, 1 / N, round_shares(R, final_round), np.random.default_rng(0))
     keys = owner * R + rnd
     used = owner >= 0
     assert np.all((owner >= 0) == (rnd >= 0))
@@ -68,11 +70,26 @@ def test_chunks_are_disjoint_across_rounds_and_participants(final_round):
         assert 0.1 < (~used).mean() < 0.15  # 1/8 of the records never used
 
 
-def test_partition_is_record_stable():
-    """Removing one record leaves every other record's chunk unchanged (record_partition)."""
-    owner, rnd = assign_chunks(1000, 4, 0.25, round_shares(2), np.random.default_rng(5))
-    owner2, rnd2 = assign_chunks(1000, 4, 0.25, round_shares(2), np.random.default_rng(5))
-    assert np.array_equal(owner, owner2) and np.array_equal(rnd, rnd2)
+def _chunks(est, X, z) -> dict[tuple, tuple[int, int]]:
+    """(participant, round) of every record, keyed by its content, as fit draws them."""
+    nodes, _ = est._make_nodes(X, z, est._protocol_config(X)[0], estimator_streams(5), None)
+    return {(*row, t): (nd.pid, int(r)) for nd in nodes
+            for row, t, r in zip(map(tuple, nd.X), nd.z, nd.rounds, strict=True)}
+
+
+@pytest.mark.parametrize("at", [0, 500, 1000])
+def test_partition_is_record_stable(at):
+    """A canary inserted at row 0, in the middle or at the end leaves every other record's
+    chunk unchanged: chunks are keyed by the records' content (record_ids), not rows."""
+    X, y = make_classification(1000, 5, random_state=0)
+    z = np.where(y == 1, 1.0, -1.0)
+    est = InPrivateClassifier(epsilon=1.0, n_participants=4, n_rounds=2, depth=2,
+                              feature_domain=DOM, classes=[0, 1], random_state=5)
+    before = _chunks(est, X, z)
+    canary = (9.0, -9.0, 9.0, -9.0, 9.0, 1.0)
+    after = _chunks(est, np.insert(X, at, canary[:5], axis=0), np.insert(z, at, canary[5]))
+    after.pop(canary, None)
+    assert after == before and len(before) > 500
 
 
 def test_trees_in_a_round_use_disjoint_records():

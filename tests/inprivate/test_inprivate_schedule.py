@@ -13,6 +13,7 @@ from dpexp.papers.inprivate.schedule import (
     eq19_seconds,
     schedule_order_ok,
 )
+from dpexp.privacy.randomness import seeded_noise
 
 DOM = np.array([[-6.0, 6.0]] * 6)
 
@@ -27,7 +28,8 @@ def test_equations_18_19():
 def fits():
     X, y = make_classification(3000, 6, random_state=0)
     kw = dict(epsilon=1.0, n_participants=3, n_rounds=2, depth=4, quality_control=True,
-              feature_domain=DOM, classes=[0, 1], random_state=4)
+              feature_domain=DOM, classes=[0, 1], random_state=4,
+              noise_rng=seeded_noise(4))  # the same noise in every fit (default: fresh)
     inline = InPrivateClassifier(**kw).fit(X, y)
     out = {"inline": inline, "X": X}
     for sch in ("baseline", "speedup"):
@@ -86,7 +88,8 @@ def test_dask_workers_reproduce_the_inline_ensemble(fits):
     X, ref = fits["X"], fits["inline"]
     y = make_classification(3000, 6, random_state=0)[1]
     kw = dict(epsilon=1.0, n_participants=3, n_rounds=2, depth=4, quality_control=True,
-              feature_domain=DOM, classes=[0, 1], random_state=4)
+              feature_domain=DOM, classes=[0, 1], random_state=4,
+              noise_rng=seeded_noise(4))  # the same noise in every fit (default: fresh)
     with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None) as cluster, \
             distributed.Client(cluster):

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dpexp
 from dpexp.errors import BudgetExceededError as ErrorsBudgetExceeded
 from dpexp.privacy import Accountant, BudgetExceededError
 
@@ -37,7 +41,7 @@ def expected_cost(node, kind="sequential"):
 
 def replay(acc, node, label="n"):
     if isinstance(node[0], float):
-        acc.spend(node[0], delta=node[1], what=f"release {label}")
+        acc.release(lambda: None, epsilon=node[0], delta=node[1], what=f"release {label}")
         return
     kind, children = node
     with getattr(acc, kind)(label):
@@ -66,7 +70,7 @@ def test_budget_is_never_exceeded_and_raises_at_the_crossing(node, budget):
         spent_before = acc.epsilon_spent
         assert spent_before <= budget * (1 + 1e-9)
         with pytest.raises(BudgetExceededError):
-            acc.spend(budget * 2, what="too much")
+            acc.release(lambda: None, epsilon=budget * 2, what="too much")
         assert len(acc.ledger()) == n_before and acc.epsilon_spent == spent_before
     else:
         assert expected_cost(("sequential", [node]))[0] <= budget * (1 + 1e-9)
@@ -78,10 +82,10 @@ def test_budget_is_never_exceeded_and_raises_at_the_crossing(node, budget):
 def test_equal_split_uses_the_budget_exactly(k):
     acc = Accountant(epsilon=1.0)
     for i in range(k):
-        acc.spend(1.0 / k, what=f"part {i}")
+        acc.release(lambda: None, epsilon=1.0 / k, what=f"part {i}")
     assert acc.epsilon_spent == pytest.approx(1.0)
     with pytest.raises(BudgetExceededError):
-        acc.spend(1e-6, what="one more")
+        acc.release(lambda: None, epsilon=1e-6, what="one more")
 
 
 def test_dpboost_shape():
@@ -95,7 +99,7 @@ def test_dpboost_shape():
                     for d in range(3):
                         with acc.parallel(f"depth {d}"):
                             for node in range(2**d):
-                                acc.spend(eps_node, what=f"tree {t} depth {d} node {node} split")
+                                acc.release(lambda: None, epsilon=eps_node, what=f"tree {t} depth {d} node {node} split")
     assert acc.epsilon_spent == pytest.approx(2 * 3 * eps_node)
     entry = acc.ledger()[-1]
     assert entry["what"] == "tree 3 depth 2 node 3 split"
@@ -109,24 +113,24 @@ def test_gaussian_bdt_deltas_add_up():
     for t in range(4):
         with acc.sequential(f"tree {t}"), acc.parallel("leaves"):
             for leaf in range(8):
-                acc.spend(0.25, delta=2.5e-6, what=f"tree {t} leaf {leaf}", mechanism="gaussian")
+                acc.release(lambda: None, epsilon=0.25, delta=2.5e-6, what=f"tree {t} leaf {leaf}", mechanism="gaussian")
     assert acc.delta_spent == pytest.approx(1e-5)
     assert acc.ledger()[0]["mechanism"] == "gaussian"
     with pytest.raises(BudgetExceededError, match="budget"):
-        acc.spend(1e-9, delta=1e-7, what="over delta")
+        acc.release(lambda: None, epsilon=1e-9, delta=1e-7, what="over delta")
 
 
 def test_budget_error_is_the_project_error_and_message_names_release():
     assert BudgetExceededError is ErrorsBudgetExceeded
     acc = Accountant(epsilon=0.5)
     with acc.sequential("tree 7"), pytest.raises(BudgetExceededError, match="tree 7 depth 3 split"):
-        acc.spend(0.6, what="tree 7 depth 3 split")
+        acc.release(lambda: None, epsilon=0.6, what="tree 7 depth 3 split")
     assert acc.ledger() == [] and acc.epsilon_spent == 0.0
 
 
 def test_json_dump_and_outputs():
     acc = Accountant(epsilon=math.inf, keep_outputs=True)
-    acc.spend(0.1, what="leaf")
+    acc.release(lambda: None, epsilon=0.1, what="leaf")
     acc.record_output("leaf", 3)
     data = json.loads(acc.to_json())
     assert data["epsilon_budget"] == "inf" and data["epsilon_spent"] == pytest.approx(0.1)
@@ -155,11 +159,11 @@ def test_bad_spend():
     acc = Accountant(epsilon=1.0)
     for eps in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="epsilon"):
-            acc.spend(eps, what="x")
+            acc.release(lambda: None, epsilon=eps, what="x")
     with pytest.raises(ValueError, match="delta"):
-        acc.spend(0.1, delta=float("nan"), what="x")
+        acc.release(lambda: None, epsilon=0.1, delta=float("nan"), what="x")
     with pytest.raises(ValueError, match="what"):
-        acc.spend(0.1, what="")
+        acc.release(lambda: None, epsilon=0.1, what="")
     assert acc.ledger() == []
 
 
@@ -167,18 +171,18 @@ def test_batched_releases_cost_what_a_parallel_scope_costs():
     batched, scoped = Accountant(epsilon=1.0), Accountant(epsilon=1.0)
     for t in range(3):
         with batched.sequential(f"tree {t}"):
-            batched.spend(0.1, what=f"tree {t} splits", releases=8)
+            batched.release(lambda: None, epsilon=0.1, what=f"tree {t} splits", releases=8)
         with scoped.sequential(f"tree {t}"), scoped.parallel("splits"):
             for node in range(8):
-                scoped.spend(0.1, what=f"tree {t} node {node} split")
+                scoped.release(lambda: None, epsilon=0.1, what=f"tree {t} node {node} split")
     assert batched.epsilon_spent == pytest.approx(scoped.epsilon_spent) == pytest.approx(0.3)
     assert batched.summary()["n_releases"] == scoped.summary()["n_releases"] == 24
     assert len(batched.ledger()) == 3 and batched.ledger()[0]["releases"] == 8
     with pytest.raises(BudgetExceededError):
-        batched.spend(0.75, what="too much", releases=2)
+        batched.release(lambda: None, epsilon=0.75, what="too much", releases=2)
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="releases"):
-            batched.spend(0.01, what="bad", releases=bad)
+            batched.release(lambda: None, epsilon=0.01, what="bad", releases=bad)
 
 
 def test_compact_ledger_aggregates_per_scope_and_mechanism():
@@ -189,8 +193,8 @@ def test_compact_ledger_aggregates_per_scope_and_mechanism():
         for depth in range(3):
             with acc.parallel(f"depth {depth}"):
                 for node in range(2 ** depth):
-                    acc.spend(0.1, what=f"tree 0 depth {depth} node {node} split")
-        acc.spend(0.2, what="tree 0 leaves")
+                    acc.release(lambda: None, epsilon=0.1, what=f"tree 0 depth {depth} node {node} split")
+        acc.release(lambda: None, epsilon=0.2, what="tree 0 leaves")
     rows = compact_ledger(acc.ledger())
     assert len(rows) == 2
     split = next(r for r in rows if "split" in r["what"])
@@ -198,3 +202,77 @@ def test_compact_ledger_aggregates_per_scope_and_mechanism():
         "tree # / depth #", 7, 0.1)
     assert split["epsilon"] == pytest.approx(0.7)
     assert sum(r["count"] for r in rows) == len(acc.ledger())
+
+
+# ----------------------------------------------------------------- draw and charge in one call
+
+
+def test_a_mechanism_method_draws_and_charges_in_one_call():
+    acc = Accountant(epsilon=1.0)
+    rng = np.random.default_rng(0)
+    out = acc.laplace(np.zeros(3), epsilon=0.5, sensitivity=2.0, rng=rng, what="three sums",
+                      releases=3)
+    assert np.shape(out) == (3,) and np.all(out != 0.0)
+    (entry,) = acc.ledger()
+    assert entry["what"] == "three sums" and entry["epsilon"] == 0.5
+    assert entry["mechanism"] == "laplace" and entry["sensitivity"] == 2.0
+    assert entry["releases"] == 3
+    assert acc.epsilon_spent == pytest.approx(0.5)
+
+
+def test_an_overspending_release_draws_nothing():
+    acc = Accountant(epsilon=1.0)
+    rng = np.random.default_rng(0)
+    before = rng.bit_generator.state
+    with pytest.raises(BudgetExceededError):
+        acc.exponential(np.zeros(4), epsilon=2.0, sensitivity=1.0, rng=rng, what="too much")
+    assert rng.bit_generator.state == before  # the draw never happened
+    assert acc.ledger() == [] and acc.epsilon_spent == 0.0
+
+
+def test_a_draw_that_raises_charges_nothing():
+    acc = Accountant(epsilon=1.0)
+
+    def draw():
+        raise RuntimeError("sampler failed")
+
+    with pytest.raises(RuntimeError, match="sampler failed"):
+        acc.release(draw, epsilon=0.5, what="failed release")
+    assert acc.ledger() == [] and acc.epsilon_spent == 0.0
+
+
+def test_absorbed_ledgers_compose_in_their_scopes():
+    part = Accountant(epsilon=1.0)
+    with part.sequential("chunk"):  # one chunk's releases, as an InPrivate participant's
+        with part.sequential("tree"), part.parallel("leaves"):
+            part.release(lambda: None, epsilon=0.25, what="leaf values", releases=4)
+        with part.sequential("tree 2"):
+            part.release(lambda: None, epsilon=0.5, what="leaf values 2")
+    whole = Accountant(epsilon=1.0)
+    with whole.parallel("chunks"):
+        whole.absorb_ledger(part.ledger())
+        whole.absorb_ledger(part.ledger())
+    assert whole.epsilon_spent == pytest.approx(part.epsilon_spent)
+    assert [e["scope"] for e in whole.ledger()][:2] == [["chunks", "chunk", "tree", "leaves"],
+                                                       ["chunks", "chunk", "tree 2"]]
+    assert whole.ledger()[0]["releases"] == 4
+
+
+def test_no_budget_is_charged_outside_the_accountant_mechanisms():
+    """Every draw of noise in the estimators goes through an accountant method (issue
+    38): no ``.spend(`` in the package except the cross-fit BudgetAccountant, and no
+    estimator module imports a value-noise mechanism to call it by hand."""
+    root = Path(dpexp.__file__).parent
+    noise_functions = re.compile(
+        r"\b(laplace_mechanism|gaussian_mechanism|discrete_laplace_mechanism)\(|"
+        r"^from dpexp\.privacy.* import .*\b(laplace|gaussian|discrete_laplace)_mechanism\b",
+        re.MULTILINE)
+    spends, raw = [], []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        rel = path.relative_to(root).as_posix()
+        if ".spend(" in text and rel != "privacy/budget.py":
+            spends.append(rel)
+        if rel.split("/")[0] in ("papers", "trees", "boosting") and noise_functions.search(text):
+            raw.append(rel)
+    assert spends == [] and raw == []

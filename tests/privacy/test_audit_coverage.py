@@ -8,6 +8,8 @@ are flagged and the real ones pass in quick (CI) mode.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
 import types
 from pathlib import Path
@@ -25,7 +27,16 @@ from dpexp.privacy.audit import (
     run_target,
     target_source,
 )
-from dpexp.registry import all_algorithms
+from dpexp.privacy.audit_paths import (
+    CANARY_POSITIONS,
+    COVERAGE,
+    EXEMPTIONS,
+    PARTITION_ALGORITHMS,
+    ReleasePath,
+    required_paths,
+    uncovered_paths,
+)
+from dpexp.registry import accepted_params, all_algorithms
 
 
 def _algorithm_targets(broken: bool) -> list[AuditTarget] | Exception:
@@ -131,6 +142,85 @@ def test_estimator_targets_behave_as_expected(target):
     _skip_without_requirements(target)
     result = run_target(target, quick=True, seed=4)
     assert result.as_expected, result.summary_line()
+
+
+# ----------------------------------------------------------------- release paths (issue #38)
+
+#: The broken twin of every finding of issue #38, item 7 (the audit must flag each).
+PATH_TWINS = (
+    "fletcher_forest_defaults_noise_from_random_state", "jpw_defaults_noise_from_random_state",
+    "jpw_runner_n_from_len_x", "inprivate_runner_n_from_len_x",
+    "jpw_two_fits_noise_from_random_state", "fletcher_forest_row_keyed_partition",
+    "jpw_float_laplace_counts", "jpw_float_laplace_counts_secure",
+    "fletcher_forest_observed_domain_is_dp",
+)
+
+
+def _class_sources(algorithm: str) -> str:
+    """The source of every dpexp module defining a class of ``algorithm``'s estimators."""
+    info = all_algorithms()[algorithm]
+    modules = {k.__module__ for task in info.targets for k in info.estimator_class(task).__mro__
+               if k.__module__.startswith("dpexp.")}
+    return "".join(inspect.getsource(importlib.import_module(m)) for m in sorted(modules))
+
+
+def test_every_release_path_has_a_target_or_an_exemption():
+    missing = uncovered_paths(_private_algorithms(), audit_targets())
+    assert not missing, (
+        "release paths users run with no audit target (dpexp.privacy.audit_paths.covering) and "
+        f"no exemption (audit_paths.EXEMPTIONS, with its reason): {[str(p) for p in missing]}"
+    )
+
+
+def test_a_new_private_algorithm_fails_the_coverage_until_audited():
+    missing = uncovered_paths(["zz_new_algorithm"], audit_targets())
+    assert [p.path for p in missing] == ["defaults", "runner"]
+
+
+def test_path_targets_are_correct_end_to_end_targets_of_their_algorithm():
+    real = audit_targets()
+    for name, paths in COVERAGE.items():
+        target = real.get(name)
+        assert target is not None, f"{name} covers {paths} but is not a registered target"
+        assert target.kind == "end-to-end" and target.expected_to_pass
+        assert all(p.algorithm == target.algorithm for p in paths)
+
+
+def test_every_finding_has_a_registered_broken_twin():
+    broken = audit_targets(broken=True)
+    for name in PATH_TWINS:
+        assert name in broken and not broken[name].expected_to_pass, name
+
+
+def test_exemptions_are_required_and_not_covered():
+    required = set(required_paths(_private_algorithms()))
+    covered = {p for paths in COVERAGE.values() for p in paths}
+    assert set(EXEMPTIONS) <= required, sorted(map(str, set(EXEMPTIONS) - required))
+    assert not set(EXEMPTIONS) & covered, "an exempt path has a target: remove its exemption"
+    assert all(len(reason) > 40 for reason in EXEMPTIONS.values())
+
+
+@pytest.mark.parametrize("algorithm", _private_algorithms())
+def test_partition_users_are_listed(algorithm):
+    source = _class_sources(algorithm)
+    if "record_partition(" in source or "record_ids(" in source:
+        assert algorithm in PARTITION_ALGORITHMS
+
+
+@pytest.mark.parametrize("path", sorted(EXEMPTIONS, key=str), ids=str)
+def test_each_exemption_premise_holds(path: ReleasePath):
+    """The reason of an exemption names a property of the code: check it."""
+    source = _class_sources(path.algorithm)
+    if path.path == "defaults":
+        assert "estimator_streams(" in source
+    elif path.path == "runner":
+        assert "n_records" not in accepted_params(path.algorithm)
+    elif path.path in CANARY_POSITIONS:
+        assert "record_ids(" in source  # content ids, never row positions
+    elif path.path == "float bits":
+        assert "discrete_laplace(" in source
+    else:
+        pytest.fail(f"no premise check for an exemption of path {path.path!r}")
 
 
 # ----------------------------------------------------------------- discovery mechanics

@@ -43,13 +43,13 @@ def _fit(honour_fixed: bool):
         fixed_outputs: Mapping[str, Any] | None,
     ) -> Accountant:
         acc = Accountant(epsilon=epsilon, keep_outputs=True, fixed_outputs=fixed_outputs)
-        acc.spend(EPS_SIDE, what="side", mechanism="report_noisy_max_one_sided")
+        acc.release(lambda: None, epsilon=EPS_SIDE, what="side", mechanism="report_noisy_max_one_sided")
         side_counts = np.bincount(data[:, 0], minlength=2)
         side = report_noisy_max_one_sided(side_counts, epsilon=EPS_SIDE, rng=rng)
         used = acc.record_output("side", side)
         if not honour_fixed:  # the bug the conditioning guards against
             used = side
-        acc.spend(EPS_LABEL, what="label of the chosen side", mechanism="report_noisy_max_one_sided")
+        acc.release(lambda: None, epsilon=EPS_LABEL, what="label of the chosen side", mechanism="report_noisy_max_one_sided")
         label_counts = np.bincount(data[data[:, 0] == used, 1], minlength=2)
         acc.record_output(
             "label of the chosen side",
@@ -106,7 +106,7 @@ def test_fit_that_ignores_fixed_outputs_is_refused():
 def test_fit_must_record_every_ledger_entry():
     def fit(data, *, epsilon, rng, public_rng, fixed_outputs):
         acc = Accountant(epsilon=epsilon, keep_outputs=True, fixed_outputs=fixed_outputs)
-        acc.spend(epsilon, what="unrecorded release")
+        acc.release(lambda: None, epsilon=epsilon, what="unrecorded release")
         return acc
 
     target = ledger_entry_target(

@@ -18,6 +18,8 @@ from dpexp.privacy import (
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
 )
+from dpexp.privacy.mechanisms import discrete_laplace_mechanism
+from dpexp.privacy.samplers import gaussian_grid, laplace_grid
 
 
 @pytest.fixture
@@ -32,6 +34,8 @@ BAD_EPS = [0, -1.0, float("nan"), float("inf"), "abc", None]
 def test_bad_epsilon_names_the_parameter(eps, rng):
     calls = [
         lambda: laplace_mechanism(1.0, epsilon=eps, sensitivity=1.0, rng=rng),
+        lambda: discrete_laplace_mechanism([1, 2], epsilon=eps, rng=rng),
+        lambda: gaussian_mechanism(0.0, epsilon=eps, delta=1e-5, sensitivity=1.0, rng=rng),
         lambda: exponential_mechanism([1.0, 2.0], epsilon=eps, sensitivity=1.0, rng=rng),
         lambda: report_noisy_max_one_sided([1, 2], epsilon=eps, rng=rng),
         lambda: smooth_sensitivity_leaf_2017([1, 2], epsilon=eps, rng=rng),
@@ -93,6 +97,25 @@ def test_laplace_shape_and_scale(rng):
     # E|Lap(b)| = b = sensitivity / epsilon = 4
     assert abs(np.mean(np.abs(x)) - 4.0) < 0.05
     assert stats.kstest(x.ravel()[:20000], stats.laplace(scale=4.0).cdf).pvalue > 1e-4
+
+
+def test_real_releases_are_exact_grid_points(rng):
+    """The float-safe releases: g * integer with g = 2**k from the parameters only."""
+    x = laplace_mechanism(np.linspace(-3, 3, 1000), epsilon=0.5, sensitivity=2.0, rng=rng)
+    k = np.ldexp(x, -laplace_grid(epsilon=0.5, sensitivity=2.0).exponent)
+    assert np.all(k == np.rint(k))
+    g = gaussian_mechanism(np.linspace(-3, 3, 1000), epsilon=0.5, delta=1e-5, sensitivity=2.0, rng=rng)
+    k = np.ldexp(g, -gaussian_grid(epsilon=0.5, delta=1e-5, sensitivity=2.0, calibration="classic").exponent)
+    assert np.all(k == np.rint(k))
+    # sensitivity 0: nothing to hide, the value comes back unchanged
+    assert laplace_mechanism(0.3, epsilon=1.0, sensitivity=0.0, rng=rng) == 0.3
+
+
+def test_discrete_laplace_mechanism_scale(rng):
+    x = discrete_laplace_mechanism(np.zeros(100_000, dtype=np.int64), epsilon=0.5, sensitivity=2, rng=rng)
+    q = math.exp(-0.25)  # scale 2 / 0.5 = 4
+    assert x.dtype == np.int64
+    assert np.var(x) == pytest.approx(2 * q / (1 - q) ** 2, rel=0.03)
 
 
 def test_classic_sigma_formula():

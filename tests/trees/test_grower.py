@@ -102,6 +102,7 @@ def test_compact_rows_grow_the_same_trees_and_scores(monkeypatch):
     the same histograms in the same order, so the same trees, private draws, leaf
     segments and boosting scores as in place, for DPBoost (subsets), PARA and SEQ."""
     import dpexp.trees.grower as grower
+    from dpexp.privacy import seeded_noise
     from dpexp.registry import make_estimator
 
     rng = np.random.default_rng(3)
@@ -112,7 +113,8 @@ def test_compact_rows_grow_the_same_trees_and_scores(monkeypatch):
     def fit(name, compact):
         monkeypatch.setattr(grower, "COMPACT_MIN_BYTES", 0 if compact else 1 << 62)
         est = make_estimator(name, "classification", {"n_trees": 8, "max_depth": 4},
-                             epsilon=4.0, random_state=0, public=public)
+                             epsilon=4.0, random_state=0, public=public,
+                             noise_rng=seeded_noise(0))
         return est.fit(X, y)
 
     for name in ("dpboost", "para", "seq", "dpboost_honest"):

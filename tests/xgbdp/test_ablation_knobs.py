@@ -41,8 +41,8 @@ def test_count_share_half_is_the_papers_split():
 def test_count_share_moves_budget_and_keeps_the_total():
     m = _fit(count_share=0.2)
     led = m.accountant_.ledger()
-    counts = [e["epsilon"] for e in led if e["what"].endswith("count")]
-    others = [e["epsilon"] for e in led if not e["what"].endswith("count")]
+    counts = [e["epsilon"] for e in led if e["what"].endswith("counts")]
+    others = [e["epsilon"] for e in led if not e["what"].endswith("counts")]
     eps_c, eps_o = per_node_budgets(0.5, 2, 0.2)
     assert counts and others
     assert np.allclose(counts, eps_c) and np.allclose(others, eps_o)

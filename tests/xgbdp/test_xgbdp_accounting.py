@@ -60,11 +60,13 @@ def test_ledger_has_count_then_split_per_node_and_leaf_sums():
     led = m.accountant_.ledger()
     half = per_node_half_budget(1.0, 2)
     assert all(e["epsilon"] == pytest.approx(half) for e in led)
-    kinds = [e["what"].split()[-1] for e in led]
+    releases = {}
+    for e in led:  # a depth's counts and the leaves' sums are one entry each (disjoint nodes)
+        kind = e["what"].split()[-1]
+        releases[kind] = releases.get(kind, 0) + e.get("releases", 1)
     # 1 + 2 internal nodes (count + split), 4 depth-2 counts, 4 leaf sums
-    assert kinds.count("split") == 3
-    assert kinds.count("count") == 3 + 4
-    assert kinds.count("sum") == 4
+    assert releases == {"split": 3, "counts": 3 + 4, "sums": 4}
+    assert [e["mechanism"] for e in led if e["what"].endswith("counts")] == ["discrete_laplace"] * 3
 
 
 def test_adaboost_round_budget_adds_up():

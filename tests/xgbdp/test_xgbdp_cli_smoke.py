@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import require_spec_data
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ["xgbdp-table2", "xgbdp-fig1", "xgbdp-fig2", "xgbdp-fig3", "gaussian-bdt-dpboost",
@@ -18,11 +19,13 @@ PAPER_NO_NOISE = {"Random forest (no noise)": 0.86109, "Adaboost (no noise)": 0.
                   "Xgboost (no noise)": 0.87082}
 #: Smoke scale trains on 2,000 of the 30,162 rows with 3 trees (full 15,060-row test
 #: split), so we only ask for the no-noise accuracies to be within 5 points of the paper's
-#: (measured: about 2.4-3.9 points below). The paper-scale tolerance in the spec is 0.02.
+#: (measured: about 2.4-3.9 points below). At paper scale the spec judges them by an
+#: equivalence test within 0.006 (docs/SPEC_FORMAT.md, "Verdicts on printed values").
 SMOKE_TOLERANCE = 0.05
 
 
 def _run(spec: str, tmp_path: Path, render: bool = True) -> pd.DataFrame:
+    require_spec_data(spec)  # the run is a subprocess: the in-process download guard misses it
     cmd = [sys.executable, "-m", "dpexp.cli", "run", spec, "--scale", "smoke", "-q",
            "--results-dir", str(tmp_path / "r"), "--figures-dir", str(tmp_path / "f")]
     if not render:

@@ -44,6 +44,7 @@ import numpy as np
 from dpexp.papers.dpboost.estimators import DPBoostClassifier, DPBoostRegressor
 from dpexp.papers.dpboost.honest import HonestDPBoostClassifier, HonestDPBoostRegressor
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
+from dpexp.privacy.audit_defaults import defaults_targets
 
 #: Budget claimed by the audits (a deterministic leak then shows as a bound of ~3.5-5).
 AUDIT_EPSILON = 1.0
@@ -348,3 +349,7 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
         expected_to_pass=False,
     ),
 ]
+
+# The defaults path (issue #38): fitted as users do, with the default noise source.
+AUDIT_TARGETS += defaults_targets(("dpboost", "seq", "para", "dpboost_honest"))
+BROKEN_AUDIT_TARGETS += defaults_targets(("dpboost", "seq", "para", "dpboost_honest"), broken=True)

@@ -70,9 +70,9 @@ from dpexp.boosting.gbdt import (
 )
 from dpexp.boosting.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
 from dpexp.errors import check_epsilon
-from dpexp.privacy import Accountant, exponential_mechanism, record_partition
+from dpexp.privacy import Accountant, exponential_mechanism, record_ids, record_partition
 from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
+from dpexp.privacy.randomness import NOT_PRIVATE, EstimatorStreams, estimator_streams
 from dpexp.trees.grower import GrowWorkspace, SplitContext, grow_tree
 from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
 from dpexp.trees.split_search import split_gains
@@ -236,18 +236,22 @@ class PrunedExponentialSplit:
         self._closed += n - splittable.size
         if splittable.size == 0:
             return feat, bins
-        ctx.accountant.spend(
-            self.epsilon, releases=int(splittable.size),
+        def draw() -> list[int]:  # one exponential mechanism per node, over its kept candidates
+            picks = []
+            for j in splittable:
+                idx = np.flatnonzero(keep[j].ravel())
+                util = (delta[j].reshape(-1))[idx]
+                picks.append(int(idx[int(exponential_mechanism(
+                    util, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng))]))
+            return picks
+
+        # the nodes of a depth hold disjoint rows: one release over them (parallel)
+        picks = ctx.accountant.release(
+            draw, epsilon=self.epsilon, releases=int(splittable.size),
             what=f"{ctx.label} depth {ctx.depth} splits (pruned candidates)",
             nodes=[int(ctx.node_ids[j]) for j in splittable], mechanism="exponential",
-            sensitivity=self.sensitivity,
-        )
-        for j in splittable:
-            idx = np.flatnonzero(keep[j].ravel())
-            util = (delta[j].reshape(-1))[idx]
-            c = int(idx[int(exponential_mechanism(util, epsilon=self.epsilon,
-                                                  sensitivity=self.sensitivity,
-                                                  rng=ctx.rng))])
+            sensitivity=self.sensitivity)
+        for j, c in zip(splittable, picks, strict=True):
             feat[j], bins[j] = c // n_cand, c % n_cand
         return feat, bins
 
@@ -290,7 +294,7 @@ class _BoostingBase(BaseEstimator):
         # the table's bundles and row-major codes are built with the table, before the
         # trees' timer starts (the authors' LightGBM builds its bundles in the Dataset)
         data = self.mapper_.transform(X).prepare()
-        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", NOT_PRIVATE))
         t0 = time.perf_counter()
         self.trees_, diag = self._boost(data, X, target, streams)
         elapsed = time.perf_counter() - t0
@@ -415,13 +419,16 @@ class _DPBoostMixin:
             trees.append(grown.tree)
 
         all_rows = np.arange(n)
+        # partitions keyed by each record's content (features, target), never its row:
+        # a record added anywhere moves no other record (Li et al. 2020 Theorem 4)
+        ids = record_ids(X, y) if mode != "seq" else None
         if mode == "seq":
             for t in range(1, T + 1):
                 one_tree(t, all_rows)
                 rounds_offered.append(offered[-1])
                 rounds_used.append(used[-1])
         elif mode == "para":
-            parts = record_partition(n, para_proportions(T), np.random.default_rng(part_ss))
+            parts = record_partition(ids, para_proportions(T), np.random.default_rng(part_ss))
             with acc.parallel("trees (disjoint halves of the unused records)"):
                 for t in range(1, T + 1):  # tree t reads part t - 1 only
                     one_tree(t, np.flatnonzero(parts == t - 1),
@@ -433,7 +440,7 @@ class _DPBoostMixin:
             props = dpboost_subset_proportions(Te, lr)
             t = 0
             for e, s in enumerate(ens_ss):
-                parts = record_partition(n, props, np.random.default_rng(s))
+                parts = record_partition(ids, props, np.random.default_rng(s))
                 k0 = len(offered)
                 last = e == len(ens_ss) - 1  # after it no ensemble reads the records again
                 with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
@@ -589,7 +596,8 @@ _DP_DOC = """
     Randomness: ``random_state`` seeds the data-independent structure (record partitions
     of DPBoost's ensembles and of PARA); ``noise_rng`` (a ``numpy.random.Generator`` or
     :func:`dpexp.privacy.secure_generator`) draws every exponential-mechanism and Laplace
-    noise; ``None`` derives it from ``random_state`` (reproducible experiments).
+    noise; ``None``: fresh OS entropy, never derived from ``random_state``; a SeedSequence
+    (:func:`dpexp.privacy.seeded_noise`) for reproducible experiments.
 
     Released: ``trees_`` (split features/thresholds and noisy leaf values) and what is
     computed from them (``predict``, ``decision_function``, ``staged_predict``{proba}).

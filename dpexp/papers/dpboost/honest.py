@@ -109,7 +109,7 @@ from dpexp.papers.dpboost.estimators import (
     gradients,
     n_ensembles,
 )
-from dpexp.privacy import Accountant, laplace_mechanism, record_partition
+from dpexp.privacy import Accountant, record_ids, record_partition
 from dpexp.privacy.randomness import EstimatorStreams
 from dpexp.trees.grower import GrowWorkspace, LeafContext, grow_tree
 from dpexp.trees.policies import ExponentialSplit
@@ -160,13 +160,12 @@ def noisy_log_odds(y_pm1: np.ndarray, epsilon: float, rng, accountant: Accountan
 
     Adding or removing a record changes one count by 1 (a histogram: L1 sensitivity 1),
     so releasing both costs ``epsilon`` (Theorem 1; the two cells are disjoint,
-    Theorem 4). Post-processing: counts floored at 1, log-odds clipped to ``[-bound,
+    Theorem 4); the counts are exact discrete Laplace integers. Post-processing: counts floored at 1, log-odds clipped to ``[-bound,
     bound]``.
     """
-    counts = np.array([np.sum(y_pm1 < 0), np.sum(y_pm1 > 0)], dtype=np.float64)
-    accountant.spend(epsilon, releases=2, what="initial score: class counts",
-                     mechanism="laplace", sensitivity=1.0)
-    noisy = np.maximum(laplace_mechanism(counts, epsilon=epsilon, sensitivity=1.0, rng=rng), 1.0)
+    counts = np.array([np.sum(y_pm1 < 0), np.sum(y_pm1 > 0)], dtype=np.int64)
+    noisy = np.maximum(accountant.discrete_laplace(
+        counts, epsilon=epsilon, rng=rng, releases=2, what="initial score: class counts"), 1)
     return float(np.clip(math.log(noisy[1] / noisy[0]), -bound, bound))
 
 
@@ -177,11 +176,10 @@ def noisy_mean(y: np.ndarray, epsilon: float, rng, accountant: Accountant,
     and 3), post-processed into ``[-bound, bound]`` (count floored at 1)."""
     half = epsilon / 2.0
     total = float(np.clip(y, -1.0, 1.0).sum())
-    accountant.spend(half, what="initial score: label sum", mechanism="laplace",
-                     sensitivity=1.0)
-    s = float(laplace_mechanism(total, epsilon=half, sensitivity=1.0, rng=rng))
-    accountant.spend(half, what="initial score: count", mechanism="laplace", sensitivity=1.0)
-    n = max(float(laplace_mechanism(float(y.size), epsilon=half, sensitivity=1.0, rng=rng)), 1.0)
+    s = float(accountant.laplace(total, epsilon=half, sensitivity=1.0, rng=rng,
+                                 what="initial score: label sum"))
+    n = max(float(accountant.discrete_laplace(int(y.size), epsilon=half, rng=rng,
+                                              what="initial score: count")), 1.0)
     return float(np.clip(s / n, -bound, bound))
 
 
@@ -206,14 +204,12 @@ class NoisySumCountLeaf:
         if k == 0:
             return np.zeros(0)
         nodes = [int(i) for i in ctx.node_ids]
-        ctx.accountant.spend(self.eps_sum, releases=k, what=f"{ctx.label} leaf gradient sums",
-                             nodes=nodes, mechanism="laplace", sensitivity=self.g_star)
-        g_sum = laplace_mechanism(ctx.totals[:, 0], epsilon=self.eps_sum,
-                                  sensitivity=self.g_star, rng=ctx.rng)
-        ctx.accountant.spend(self.eps_count, releases=k, what=f"{ctx.label} leaf counts",
-                             nodes=nodes, mechanism="laplace", sensitivity=1.0)
-        count = laplace_mechanism(ctx.n_rows.astype(np.float64), epsilon=self.eps_count,
-                                  sensitivity=1.0, rng=ctx.rng)
+        g_sum = ctx.accountant.laplace(
+            ctx.totals[:, 0], epsilon=self.eps_sum, sensitivity=self.g_star, rng=ctx.rng,
+            releases=k, what=f"{ctx.label} leaf gradient sums", nodes=nodes)
+        count = ctx.accountant.discrete_laplace(
+            ctx.n_rows.astype(np.int64), epsilon=self.eps_count, rng=ctx.rng, releases=k,
+            what=f"{ctx.label} leaf counts", nodes=nodes)
         v = -np.atleast_1d(g_sum) / (self.hessian * np.maximum(np.atleast_1d(count), 1.0)
                                      + self.reg_lambda)
         return np.clip(v, -self.clip, self.clip)
@@ -237,11 +233,9 @@ class HessianLaplaceLeaf:
         v = -ctx.totals[:, 0] / (self.hessian * ctx.n_rows + self.reg_lambda)
         if self.clip is not None:
             v = np.clip(v, -self.clip, self.clip)
-        ctx.accountant.spend(self.epsilon, releases=k, what=f"{ctx.label} leaf values",
-                             nodes=[int(i) for i in ctx.node_ids], mechanism="laplace",
-                             sensitivity=self.sensitivity)
-        return np.atleast_1d(laplace_mechanism(v, epsilon=self.epsilon,
-                                               sensitivity=self.sensitivity, rng=ctx.rng))
+        return np.atleast_1d(ctx.accountant.laplace(
+            v, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng, releases=k,
+            what=f"{ctx.label} leaf values", nodes=[int(i) for i in ctx.node_ids]))
 
 
 # ----------------------------------------------------------------------------- estimators
@@ -308,8 +302,9 @@ class _HonestMixin:
         eps_leaf = eps_t / 2 if D else eps_t
         trees, workspace, t = [], GrowWorkspace(), 0
         props = dpboost_subset_proportions(Te, lr)
+        ids = record_ids(X, y)  # by content, never by row: record-stable (Li et al. 2020 Thm 4)
         for e, seed in enumerate(streams.structure.spawn(n_ensembles(T, Te))):
-            parts = record_partition(n, props, np.random.default_rng(seed))
+            parts = record_partition(ids, props, np.random.default_rng(seed))
             with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
                 for te in range(min(Te, T - t)):
                     t += 1

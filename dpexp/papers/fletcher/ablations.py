@@ -149,7 +149,7 @@ def exact_leaf_frequencies(model: FletcherForestClassifier, X_train, y_enc: np.n
     C, T = model.classes_.size, model.n_trees_
     test_keys = route_forest(model.schema_, model.seeds_, np.asarray(X, dtype=np.float64))
     total = np.zeros((test_keys.shape[1], C))
-    part = model.training_partition(X_train.shape[0])
+    part = model.training_partition(X_train, model.classes_[y_enc])  # keyed by the raw labels
     for t, keys, y_t in model._route_training(X_train, y_enc, part, T):
         uk, counts = leaf_counts(keys, y_t, C)
         if uk.size == 0:  # a tree without records: every leaf empty

@@ -22,6 +22,9 @@ Islam 2017, Section 2.1: add/remove one record):
 
 ``BROKEN_AUDIT_TARGETS`` re-introduce the old behaviours (empty-leaf noise hashed from the
 leaf key, classes read from ``y``, JPW's depth from the exact n); the audit must flag them.
+Both lists also hold the targets of :mod:`dpexp.papers.fletcher.audit_paths`: the same
+estimators on the paths users run (defaults, the runner, canary positions, two fits on one
+budget, float bits, an observed domain) and their broken twins.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from functools import cache
 
 import numpy as np
 
+from dpexp.papers.fletcher.audit_paths import BROKEN_PATH_TARGETS, PATH_TARGETS
 from dpexp.papers.fletcher.comparators import (
     DiffprivlibForestClassifier,
     FSTreeClassifier,
@@ -46,6 +50,7 @@ from dpexp.papers.fletcher.trees import (
     route_forest,
 )
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
+from dpexp.privacy.audit_defaults import defaults_targets
 
 #: The public label set: many classes make a seed-determined empty-leaf label stand out
 #: (under the neighbour with the canary ROSNAM gives it probability 1 / (e^eps + 15)).
@@ -282,3 +287,9 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
         expected_to_pass=False,
     ),
 ]
+
+# The same estimators on the paths users run (defaults, the runner, canary positions, two
+# fits on one budget, float bits, an observed domain; issue #38).
+AUDIT_TARGETS += [*PATH_TARGETS, *defaults_targets(("fs_c45", "diffprivlib_rf"))]
+BROKEN_AUDIT_TARGETS += [*BROKEN_PATH_TARGETS,
+                         *defaults_targets(("fs_c45", "diffprivlib_rf"), broken=True)]

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -54,7 +55,7 @@ from dpexp.papers.fletcher.trees import (
     leaf_index,
     route_forest,
 )
-from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy import Accountant
 from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import estimator_streams
 from dpexp.trees.tree import ArrayTree, TreeBuilder
@@ -125,8 +126,8 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         if not 0.0 < share < 1.0:
             raise ValueError(f"depth_epsilon_share must be in (0, 1), got {self.depth_epsilon_share!r}")
         eps_n = share * epsilon
-        self.accountant_.spend(eps_n, what="noisy record count (JPW depth)", mechanism="laplace")
-        n_noisy = float(laplace_mechanism(float(n), epsilon=eps_n, sensitivity=1.0, rng=rng))
+        n_noisy = int(self.accountant_.discrete_laplace(
+            n, epsilon=eps_n, rng=rng, what="noisy record count (JPW depth)"))
         # log_b of a count below 1 is meaningless; jpw_depth clamps it (post-processing).
         return jpw_depth(m, max(1, int(round(n_noisy))), b), eps_n
 
@@ -157,9 +158,11 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         with self.accountant_.sequential("trees (all records in each)"):
             for t in range(T):
                 uk, counts = leaf_counts(grid[t], y_enc, C)
-                # The leaves partition the records: one parallel release per tree.
-                self.accountant_.spend(self.eps_tree_, what=f"tree {t} noisy leaf counts")
-                noisy = laplace_mechanism(counts, epsilon=self.eps_tree_, sensitivity=1.0, rng=rngs[t])
+                # The leaves partition the records: one parallel release per tree, exact
+                # integers (the same sampler as an empty leaf's counts at predict time).
+                noisy = self.accountant_.discrete_laplace(
+                    np.asarray(counts, dtype=np.int64), epsilon=self.eps_tree_, rng=rngs[t],
+                    what=f"tree {t} noisy leaf counts").astype(np.float64)
                 keys_all.append(uk)
                 counts_all.append(np.asarray(noisy).reshape(-1, C))
         # Leaf table grouped by tree, each segment sorted by key (for leaf_index).
@@ -189,7 +192,7 @@ class JPWForestClassifier(ClassifierMixin, BaseEstimator):
         # noise-stream secret -- never a function of the published seeds alone.
         miss = np.flatnonzero(~hit)
         vals[miss] = empty_leaf_laplace(self._empty_leaf_secret, miss // n, keys.ravel()[miss], C,
-                                        1.0 / self.eps_tree_)
+                                        self.eps_tree_)
         return vals.reshape(T, n, C)
 
     def predict_proba(self, X) -> np.ndarray:
@@ -217,10 +220,12 @@ def _max_score_categorical(codes: np.ndarray, y: np.ndarray, k: int, C: int) -> 
     return float(cnt.max(axis=1).sum())
 
 
-def _split_point(x, y, lo, hi, C, epsilon, rng) -> tuple[float, float]:
+def _split_point(x, y, lo, hi, C, epsilon, rng, accountant: Accountant,
+                 what: str) -> tuple[float, float]:
     """FS continuous extension: exponential mechanism over the intervals between sorted
     values (Max operator score, sensitivity 1), weighted by interval length; the point is
-    uniform within the chosen interval. Returns (split point, its Max score)."""
+    uniform within the chosen interval, charged ``epsilon`` to ``accountant``. Returns
+    (split point, its Max score)."""
     order = np.argsort(x, kind="stable")
     xs = np.clip(x[order], lo, hi)
     ys = y[order]
@@ -235,7 +240,7 @@ def _split_point(x, y, lo, hi, C, epsilon, rng) -> tuple[float, float]:
     if not ok.any():
         return float(lo + (hi - lo) * rng.random()), float(score[0])
     util = score[ok] + (2.0 / epsilon) * np.log(length[ok])  # weight len * exp(eps q / 2)
-    i = int(exponential_mechanism(util, epsilon=epsilon, sensitivity=1.0, rng=rng))
+    i = int(accountant.exponential(util, epsilon=epsilon, sensitivity=1.0, rng=rng, what=what))
     a = edges[:-1][ok][i]
     b = edges[1:][ok][i]
     return float(a + (b - a) * rng.random()), float(score[ok][i])
@@ -246,7 +251,8 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
 
     Every random choice of FS depends on the data (noisy counts, exponential-mechanism
     splits, the point inside the chosen interval), so all of it is noise: it comes from
-    ``noise_rng`` (None: derived from ``random_state``). ``classes`` is the public label
+    ``noise_rng`` (None: fresh OS entropy; a SeedSequence for reproducible experiments,
+    :func:`dpexp.privacy.seeded_noise`). ``classes`` is the public label
     set (leaf counts and ``predict_proba`` have a column for each declared class).
     Released (DP): the whole tree ``tree_`` (splits and leaf class distributions).
     """
@@ -305,9 +311,9 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _leaf(self, builder, node, rows, y, C, eps1, rng):
-        counts = np.bincount(y[rows], minlength=C).astype(np.float64)
-        self.accountant_.spend(eps1, what=f"node {node} noisy class counts")
-        noisy = np.asarray(laplace_mechanism(counts, epsilon=eps1, sensitivity=1.0, rng=rng))
+        counts = np.bincount(y[rows], minlength=C)
+        noisy = np.asarray(self.accountant_.discrete_laplace(
+            counts, epsilon=eps1, rng=rng, what=f"node {node} noisy class counts"), dtype=np.float64)
         clipped = np.maximum(noisy, 0.0)
         if clipped.sum() <= 0:
             clipped = np.zeros(C)
@@ -318,8 +324,8 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
     def _grow(self, builder, node, rows, lo, hi, used, level, d, eps1, X, codes, y, meta, C, rng):
         cat = meta.categorical
         avail = np.flatnonzero(~(cat & used))
-        self.accountant_.spend(eps1, what=f"node {node} noisy count")
-        n_noisy = float(laplace_mechanism(float(rows.size), epsilon=eps1, sensitivity=1.0, rng=rng))
+        n_noisy = float(self.accountant_.discrete_laplace(
+            int(rows.size), epsilon=eps1, rng=rng, what=f"node {node} noisy count"))
         t = max([int(meta.n_categories[f]) if cat[f] else 2 for f in avail], default=2)
         if avail.size == 0 or level >= d or n_noisy / (t * C) < math.sqrt(2.0) / eps1:
             return self._leaf(builder, node, rows, y, C, eps1, rng)
@@ -327,18 +333,18 @@ class FSTreeClassifier(ClassifierMixin, BaseEstimator):
         eps_attr = eps1 / 2.0 if num.size else eps1
         eps_point = eps1 / 2.0 / max(num.size, 1)
         scores, points = [], {}
-        if num.size:
-            self.accountant_.spend(eps1 / 2.0, what=f"node {node} split points ({num.size} attributes)")
-        for f in avail:
+        for f in avail:  # the numeric attributes' points share eps1 / 2 (sequential)
             if cat[f]:
                 k = int(meta.n_categories[f])
                 scores.append(_max_score_categorical(codes[rows, f], y[rows], k, C))
             else:
-                p, s = _split_point(X[rows, f], y[rows], lo[f], hi[f], C, eps_point, rng)
+                p, s = _split_point(X[rows, f], y[rows], lo[f], hi[f], C, eps_point, rng,
+                                    self.accountant_, f"node {node} split point of attribute {f}")
                 points[int(f)] = p
                 scores.append(s)
-        self.accountant_.spend(eps_attr, what=f"node {node} split attribute")
-        f = int(avail[int(exponential_mechanism(np.asarray(scores), epsilon=eps_attr, sensitivity=1.0, rng=rng))])
+        f = int(avail[int(self.accountant_.exponential(
+            np.asarray(scores), epsilon=eps_attr, sensitivity=1.0, rng=rng,
+            what=f"node {node} split attribute"))])
         out = []
         if cat[f]:
             k = int(meta.n_categories[f])
@@ -384,7 +390,7 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
     trees by position blocks, which is not record-stable (adding a record moves others to
     other trees; audited epsilon lower bound 1.76 at a claim of 1). ``classes`` (public)
     is passed to diffprivlib. All of diffprivlib's randomness (trees, partition, noise) is
-    seeded from the noise stream (``noise_rng``; None: derived from ``random_state``),
+    seeded from the noise stream (``noise_rng``; None: fresh OS entropy),
     since none of it is published apart from the model.
     """
 
@@ -433,11 +439,13 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         mark_metadata(meta, self.accountant_)
         depth = self.max_depth if self.max_depth is not None else theorem2_depth(X.shape[1], 0)
         seed = int(estimator_streams(self.random_state, self.noise_rng).noise_generator().integers(2**31 - 1))
-        self.model_ = RandomForestClassifier(
+        forest = RandomForestClassifier(
             n_estimators=int(self.n_trees), epsilon=epsilon, bounds=(meta.lows, meta.highs),
             classes=self.classes_, max_depth=int(depth), random_state=seed, shuffle=True,
-        ).fit(X, y)
-        self.accountant_.spend(epsilon, what="diffprivlib RandomForestClassifier (its own accounting)")
+        )
+        self.model_ = self.accountant_.release(
+            partial(forest.fit, X, y), epsilon=epsilon,
+            what="diffprivlib RandomForestClassifier (its own accounting)")
         return self
 
     def predict_proba(self, X) -> np.ndarray:

@@ -46,6 +46,7 @@ given they are read from the training data with a warning and the fit is marked 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -70,6 +71,7 @@ from dpexp.papers.fletcher.trees import (
 from dpexp.privacy import (
     Accountant,
     exponential_mechanism,
+    record_ids,
     record_partition,
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
@@ -80,7 +82,7 @@ from dpexp.privacy.public import (
     public_classes,
     warn_outside_package,
 )
-from dpexp.privacy.randomness import estimator_streams
+from dpexp.privacy.randomness import NOT_PRIVATE, estimator_streams
 
 LEAF_RULES = ("rosnam", "smooth_2017", "global_2017")
 DEPTH_RULES = ("theorem2", "half_m", "m")
@@ -223,7 +225,7 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         self.schema_ = TreeSchema(meta.lows, meta.highs, meta.categorical, meta.n_categories, self.depth_)
         # Structure (published: seeds, partition) and noise (leaf labels, the empty-leaf
         # secret) come from independent streams: nothing released reveals the noise.
-        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", NOT_PRIVATE))
         ss_struct, ss_part, ss_diag = streams.structure.spawn(3)
         *leaf_rngs, secret_rng = streams.noise_generators(n_trees + 1)
         self.seeds_ = self._tree_seeds(ss_struct, n_trees)
@@ -233,7 +235,10 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         self.materialised_ = MaterialisedCache()
         n = X.shape[0]
         if disjoint:
-            part = record_partition(n, [1.0 / n_trees] * n_trees, np.random.default_rng(ss_part))
+            # keyed by each record's content, not its row: inserting a record anywhere
+            # moves no other record to another tree (parallel composition)
+            part = record_partition(record_ids(X, y), [1.0 / n_trees] * n_trees,
+                                    np.random.default_rng(ss_part))
             eps_tree = epsilon
         else:
             part = None
@@ -249,10 +254,13 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
             for t, leaf_keys, y_t in self._route_training(X, y_enc, part, n_trees):
                 uk, counts = leaf_counts(leaf_keys, y_t, C)
                 with self.accountant_.sequential(f"tree {t}"):
-                    if np.isfinite(eps_tree):
-                        # The leaves of a tree partition its records: one parallel release.
-                        self.accountant_.spend(eps_tree, what=f"tree {t} leaf labels ({rule})")
-                    labels = choose_labels(counts, rule=rule, epsilon=eps_tree, rng=leaf_rngs[t])
+                    draw = partial(choose_labels, counts, rule=rule, epsilon=eps_tree,
+                                   rng=leaf_rngs[t])
+                    # The leaves of a tree partition its records: one parallel release
+                    # (an infinite budget is the non-private argmax: nothing to charge).
+                    labels = (self.accountant_.release(
+                        draw, epsilon=eps_tree, what=f"tree {t} leaf labels ({rule})",
+                        mechanism=rule) if np.isfinite(eps_tree) else draw())
                 keys_all.append(uk)
                 labels_all.append(labels)
                 n_nonempty[t] = uk.size
@@ -279,19 +287,21 @@ class _RandomForestBase(ClassifierMixin, BaseEstimator):
         }
         return self
 
-    def training_partition(self, n_rows: int) -> np.ndarray | None:
-        """The fit's record-to-tree partition (tree index per training row, -1 unused),
-        redrawn: structure randomness only, a function of ``random_state`` and the row count
-        (the second child of the structure stream, as ``fit`` draws it). None when every
-        tree used every record. Non-private diagnostics (ablations) read it; it is checked
-        against the fitted tree sizes."""
+    def training_partition(self, X, y) -> np.ndarray | None:
+        """The fit's record-to-tree partition of the training records ``(X, y)`` (tree
+        index per row, -1 unused), redrawn: structure randomness and the records' content
+        only (the second child of the structure stream, keyed as ``fit`` keys it, by
+        :func:`~dpexp.privacy.record_ids` of the raw labels). None when every tree used
+        every record. Non-private diagnostics (ablations) read it; it is checked against
+        the fitted tree sizes."""
         check_is_fitted(self, "tree_sizes_")
         if not self.disjoint:
             return None
         if self.random_state is None:
             raise ValueError("the partition can be redrawn only for an int random_state")
         ss_part = estimator_streams(self.random_state).structure.spawn(3)[1]
-        part = record_partition(n_rows, [1.0 / self.n_trees_] * self.n_trees_, np.random.default_rng(ss_part))
+        part = record_partition(record_ids(np.asarray(X, dtype=np.float64), y),
+                                [1.0 / self.n_trees_] * self.n_trees_, np.random.default_rng(ss_part))
         if not np.array_equal(np.bincount(part[part >= 0], minlength=self.n_trees_), self.tree_sizes_):
             raise ValueError("the redrawn partition does not match the fit (other training rows?)")
         return part
@@ -419,9 +429,10 @@ class FletcherForestClassifier(_RandomForestBase):
     classes : the public label set (``classes_``, ``predict_proba``'s columns); None reads it
         from ``y`` (warned, not DP).
     random_state : seeds the public structure (``seeds_``, the record partition).
-    noise_rng : None (noise derived from ``random_state``: reproducible experiments) or a
-        ``numpy.random.Generator`` / ``dpexp.privacy.secure_generator()`` for the leaf
-        labels and the empty-leaf secret.
+    noise_rng : the leaf labels' and the empty-leaf secret's noise: None (fresh OS entropy,
+        never derived from ``random_state``), a ``numpy.random.SeedSequence`` (reproducible:
+        ``dpexp.privacy.seeded_noise(seed)`` for experiments, not for a release) or a
+        ``numpy.random.Generator`` / ``dpexp.privacy.secure_generator()``.
 
     Released (DP): predictions on any inputs, i.e. the label function of the labelled full
     trees, with the public structure (``seeds_``, ``depth_``, ``classes_``).

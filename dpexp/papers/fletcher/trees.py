@@ -39,20 +39,19 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# One SplitMix64 for the package (the record partition's): ``_mix`` on arrays, ``_mix1``
+# on one uint64 inside the compiled kernels (bit-identical).
+from dpexp.privacy.partition import GOLDEN as _GOLDEN
+from dpexp.privacy.partition import mix64 as _mix
+from dpexp.privacy.partition import mix64_scalar as _mix1
+from dpexp.privacy.samplers import (
+    discrete_laplace_kernel,
+    discrete_laplace_rows,
+    discrete_laplace_scale,
+)
+
 _SALT_FEATURE = np.uint64(0x5851F42D4C957F2D)
 _SALT_SPLIT = np.uint64(0x14057B7EF767814F)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser (bijective on uint64, full avalanche)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
 
 
 def child_keys(keys: np.ndarray, child: np.ndarray) -> np.ndarray:
@@ -79,10 +78,14 @@ def key_uniform(keys: np.ndarray, salt: np.uint64) -> np.ndarray:
 # record in it (audited epsilon lower bound 4.84 at a claim of 1). The full trees have
 # millions of leaves, so their noise cannot be drawn one by one at fit time; instead each
 # fit draws a 128-bit secret from the noise stream and an empty leaf's noise is
-# SipHash-2-4 (a keyed pseudorandom function, Aumasson & Bernstein 2012) of (secret, tree,
-# leaf key, stream). The labels are then pseudorandom and independent of everything
-# released, computed in O(1) per prediction inside the compiled routing, and the same on
-# every call. The secret is not part of the release (see docs/estimators/fletcher.md).
+# a stream of words SipHash-2-4 (a keyed pseudorandom function, Aumasson & Bernstein
+# 2012) of (secret, tree, leaf key, counter), read by the same exact integer samplers as
+# the non-empty leaves (dpexp.privacy.samplers): an exactly uniform label by rejection, and
+# JPW's counts as discrete Laplace integers by the shared kernel, so empty and non-empty
+# leaves release the same set of values with the same law. They are pseudorandom and
+# independent of everything released, computed in O(1) per prediction inside the
+# compiled routing, and the same on every call. The secret is not part of the release
+# (see docs/estimators/fletcher.md).
 
 _SIP_C0 = np.uint64(0x736F6D6570736575)  # "somepseudorandomlygeneratedbytes", the IV
 _SIP_C1 = np.uint64(0x646F72616E646F6D)
@@ -126,16 +129,36 @@ def siphash24_words(k0: np.uint64, k1: np.uint64, m0: np.uint64, m1: np.uint64) 
     return v0 ^ v1 ^ v2 ^ v3
 
 
+#: Word ``j`` of a leaf's noise stream is SipHash(secret; key, tree << 32 | j): counts read
+#: j = 0, 1, ... upwards, the label reads j = 0xFFFFFFFF, 0xFFFFFFFE, ... downwards; the two
+#: never meet below 2**31 words a leaf (a leaf's C counts need about 10 C).
+_COUNTER_LIMIT = 1 << 31
+
+
 @njit(cache=True, nogil=True)
-def _secret_uniform(secret: np.ndarray, tree: int, key: np.uint64, stream: np.uint64) -> float:
-    """A uniform in (0, 1) for (tree, leaf key, stream) under the fit's secret."""
-    h = siphash24_words(secret[0], secret[1], key, (np.uint64(tree) << np.uint64(32)) ^ stream)
-    return (float(h >> _U11) + 0.5) * _INV53
+def _leaf_word(secret: np.ndarray, tree: int, key: np.uint64, j: np.uint64) -> np.uint64:
+    """Word ``j`` of the noise stream of leaf ``key`` of tree ``tree`` under the fit's secret."""
+    return siphash24_words(secret[0], secret[1], key, (np.uint64(tree) << np.uint64(32)) | j)
 
 
 @njit(cache=True, nogil=True)
 def _secret_label(secret: np.ndarray, tree: int, key: np.uint64, n_classes: int) -> int:
-    return min(int(_secret_uniform(secret, tree, key, _LABEL_STREAM) * n_classes), n_classes - 1)
+    """Exactly uniform label in [0, n_classes) from the leaf's label words (Lemire 2019,
+    "Fast random integer generation in an interval"): the label is the high word of
+    w * C, rejected when its low word is below 2**64 mod C. Each label then has exactly
+    floor(2**64 / C) accepted words. C < 2**31 keeps the 32-bit halves' products in uint64.
+    """
+    m = np.uint64(n_classes)
+    r = (np.uint64(0) - m) % m  # 2**64 mod C
+    lo_mask = np.uint64(0xFFFFFFFF)
+    for j in range(_COUNTER_LIMIT):
+        w = _leaf_word(secret, tree, key, _LABEL_STREAM - np.uint64(j))
+        lo = (w & lo_mask) * m  # < 2**63
+        mid = (w >> np.uint64(32)) * m + (lo >> np.uint64(32))  # < 2**63 + 2**31
+        low_word = (mid << np.uint64(32)) | (lo & lo_mask)  # (w * C) mod 2**64
+        if low_word >= r:
+            return int(mid >> np.uint64(32))  # floor(w * C / 2**64)
+    raise ValueError("empty-leaf label stream exhausted")  # probability < (C/2**64)**(2**31)
 
 
 def draw_empty_leaf_secret(rng) -> np.ndarray:
@@ -150,11 +173,47 @@ def _empty_labels(secret, trees, keys, n_classes, out):
 
 
 @njit(cache=True, nogil=True)
-def _empty_laplace(secret, trees, keys, scale, out):
+def _leaf_word_block(secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, first: int,
+                     n: int) -> np.ndarray:
+    """``out[i, j]``: word ``first + j`` of the count stream of leaf ``keys[i]`` of tree
+    ``trees[i]``."""
+    if first + n > _COUNTER_LIMIT:
+        raise ValueError("empty-leaf noise stream exhausted")  # ~10 C words are needed
+    out = np.empty((keys.shape[0], n), dtype=np.uint64)
     for i in range(keys.shape[0]):
-        for c in range(out.shape[1]):
-            u = _secret_uniform(secret, trees[i], keys[i], np.uint64(c)) - 0.5
-            out[i, c] = -scale * np.sign(u) * np.log1p(-2.0 * abs(u))
+        for j in range(n):
+            out[i, j] = _leaf_word(secret, trees[i], keys[i], np.uint64(first + j))
+    return out
+
+
+#: Empty leaves whose words are generated at once (bounds the word block's memory).
+_EMPTY_BATCH = 1 << 14
+
+
+def _empty_discrete_laplace(secret, trees, keys, t, s, out, chunk: int | None = None) -> None:
+    """``out[i]``: the C discrete Laplace counts of empty leaf i, by the shared resumable
+    kernels of :mod:`dpexp.privacy.samplers` (compiled there, so numba's per-file cache
+    always runs their current code) on the leaf's word stream; a stream that runs out
+    (rare: ~10 C words are needed, 12 C + 32 are drawn) continues its counter. The
+    counts do not depend on ``chunk`` (words drawn at a time; tests set it small)."""
+    n_classes = out.shape[1]
+    chunk = chunk or 12 * n_classes + 32
+    for lo in range(0, keys.shape[0], _EMPTY_BATCH):
+        sl = slice(lo, lo + _EMPTY_BATCH)
+        words = _leaf_word_block(secret, trees[sl], keys[sl], 0, chunk)
+        done = np.empty(words.shape[0], dtype=np.int64)
+        pos = np.empty(words.shape[0], dtype=np.int64)
+        block = out[sl]
+        discrete_laplace_rows(words, block, t, s, done, pos)
+        for r in np.flatnonzero(done < n_classes):
+            row, i, drawn = words[r, pos[r]:], lo + r, chunk
+            d = int(done[r])
+            while d < n_classes:
+                more = _leaf_word_block(secret, trees[i:i + 1], keys[i:i + 1], drawn, chunk)[0]
+                drawn += chunk
+                row = np.concatenate([row, more])
+                d, p = discrete_laplace_kernel(row, block[r], d, t, s)
+                row = row[p:]
 
 
 def empty_leaf_label(secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, n_classes: int) -> np.ndarray:
@@ -167,16 +226,22 @@ def empty_leaf_label(secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, n_
 
 
 def empty_leaf_laplace(
-    secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, n_classes: int, scale: float
+    secret: np.ndarray, trees: np.ndarray, keys: np.ndarray, n_classes: int, epsilon: float,
+    sensitivity: int = 1,
 ) -> np.ndarray:
-    """Laplace(``scale``) noise, one per class, for the all-zero counts of empty leaves (JPW).
+    """The noisy all-zero counts of empty leaves (JPW): ``(len(keys), n_classes)`` int64.
 
-    Inverse-CDF of the keyed uniforms (the law of ``laplace_mechanism`` on a zero count).
+    Discrete Laplace of scale ``discrete_laplace_scale(epsilon, sensitivity)`` by the
+    same kernel (CKS 2020, Algorithm 2) and the same scale as
+    :func:`~dpexp.privacy.mechanisms.discrete_laplace_mechanism` on the non-empty
+    leaves, so empty and non-empty leaves release integers with the same law; the words
+    come from the leaf's SipHash stream under the fit's secret instead of the noise rng.
     """
+    t, s = discrete_laplace_scale(epsilon=epsilon, sensitivity=sensitivity)
     keys = _arr(np.asarray(keys, dtype=np.uint64).ravel(), np.uint64)
     trees = _arr(np.broadcast_to(np.asarray(trees, dtype=np.int64), keys.shape), np.int64)
-    out = np.empty((keys.size, int(n_classes)))
-    _empty_laplace(_arr(secret, np.uint64), trees, keys, float(scale), out)
+    out = np.empty((keys.size, int(n_classes)), dtype=np.int64)
+    _empty_discrete_laplace(_arr(secret, np.uint64), trees, keys, np.uint64(t), np.uint64(s), out)
     return out
 
 
@@ -257,24 +322,12 @@ def _choose_feature(keys: np.ndarray, avail: np.ndarray | None, m: int) -> np.nd
 # numpy helpers remain the specification used by ``count_leaves`` and the tests.
 
 _U11 = np.uint64(11)
-_U27 = np.uint64(27)
-_U30 = np.uint64(30)
-_U31 = np.uint64(31)
 _INV53 = 1.0 / float(2**53)
 _WALK_CHUNK = 512  # walks per parallel work item: amortises the scratch arrays
 # Below this many (tree, sample) walks the serial twins run: waking numba's thread pool
 # costs milliseconds on a busy 2-core machine (8.7 ms for 2 walks, measured), far more
 # than the walks themselves (an audit fits thousands of tiny models).
 _PARALLEL_MIN_WALKS = 1 << 16
-
-
-@njit(cache=True, nogil=True)
-def _mix1(x: np.uint64) -> np.uint64:
-    x = x ^ (x >> _U30)
-    x = x * _M1
-    x = x ^ (x >> _U27)
-    x = x * _M2
-    return x ^ (x >> _U31)
 
 
 @njit(cache=True, nogil=True)

@@ -36,6 +36,7 @@ from dpexp.papers.dpboost.audit import (
 )
 from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier, GaussianBDTRegressor
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
+from dpexp.privacy.audit_defaults import defaults_targets
 
 #: The (epsilon, delta) claimed by the audits.
 AUDIT_DELTA = 1e-5
@@ -94,3 +95,7 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
         expected_to_pass=False,
     ),
 ]
+
+# The defaults path (issue #38): fitted as users do, with the default noise source.
+AUDIT_TARGETS += defaults_targets(("gaussian_bdt",))
+BROKEN_AUDIT_TARGETS += defaults_targets(("gaussian_bdt",), broken=True)

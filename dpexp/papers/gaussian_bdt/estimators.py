@@ -34,8 +34,9 @@ splits), ``label_domain`` (regression scale) and ``classes`` (classifier label s
 public; missing ones are read from the data with a ``DataDependentWarning`` and the fit is
 marked not DP (``accountant_.is_dp``), as is ``binning="quantile"``. The random splits
 come from ``random_state``'s *structure* stream (data-independent, publishable); every
-Gaussian draw from the *noise* stream (``noise_rng``; ``None`` derives it from
-``random_state``, :func:`dpexp.privacy.secure_generator` for a published model). Released:
+Gaussian draw from the *noise* stream (``noise_rng``; ``None``: fresh OS entropy; a
+SeedSequence such as :func:`dpexp.privacy.seeded_noise` for reproducible experiments;
+:func:`dpexp.privacy.secure_generator` for a published model). Released:
 ``trees_`` (random splits + noisy leaf values) and predictions from them.
 
 Labels: regression labels are scaled to ``[-1, 1]`` with the public ``label_domain``
@@ -127,31 +128,30 @@ class RandomSplit:
 @dataclass
 class GaussianLeaf:
     """Slides' DP-Leaves: ``S'_c = S_c + N(0, sigma_s^2)``, ``C' = C + N(0, sigma_c^2)``,
-    value ``S'_c / max(C', 1)`` clipped to ``[-L, L]``; two spends per leaf, leaves in
-    parallel. ``eps=None`` is the exact (non-private) ``S_c / C``."""
+    value ``S'_c / max(C', 1)`` clipped to ``[-L, L]``; two releases per leaf (the
+    accountant's float-safe Gaussian, ``calibration`` "classic" as the slides or
+    "analytic"), leaves in parallel. ``eps=None`` is the exact (non-private) ``S_c / C``."""
 
     clip: float
     eps: float | None = None
     delta: float = 0.0
-    sigma_sum: float = 0.0
-    sigma_count: float = 0.0
+    calibration: str = "classic"
 
     def __call__(self, ctx: LeafContext) -> np.ndarray:
         s, c = ctx.totals[:, 0], ctx.totals[:, 1]
         if self.eps is None:
             return s / np.maximum(c, 1.0)
-        acc = ctx.accountant
-        with acc.parallel(f"{ctx.label} leaves"):
-            for node in ctx.node_ids:
-                with acc.sequential(f"{ctx.label} leaf {int(node)}"):
-                    acc.spend(self.eps, delta=self.delta, what=f"{ctx.label} leaf {int(node)} "
-                              "clipped sum", mechanism="gaussian", sensitivity=self.clip,
-                              sigma=self.sigma_sum)
-                    acc.spend(self.eps, delta=self.delta, what=f"{ctx.label} leaf {int(node)} "
-                              "count", mechanism="gaussian", sensitivity=1.0,
-                              sigma=self.sigma_count)
-        s_noisy = s + ctx.rng.normal(0.0, self.sigma_sum, size=s.shape)
-        c_noisy = c + ctx.rng.normal(0.0, self.sigma_count, size=c.shape)
+        # the leaves hold disjoint records: each of the two queries costs its (eps, delta)
+        # once over all leaves, and the two add up -- the cost of a parallel scope of
+        # per-leaf sequential pairs
+        acc, k = ctx.accountant, int(s.size)
+        with acc.sequential(f"{ctx.label} leaves"):
+            s_noisy = acc.gaussian(s, epsilon=self.eps, delta=self.delta, sensitivity=self.clip,
+                                   rng=ctx.rng, calibration=self.calibration, releases=k,
+                                   what=f"{ctx.label} leaves clipped sums")
+            c_noisy = acc.gaussian(c, epsilon=self.eps, delta=self.delta, sensitivity=1.0,
+                                   rng=ctx.rng, calibration=self.calibration, releases=k,
+                                   what=f"{ctx.label} leaves counts")
         return np.clip(s_noisy / np.maximum(c_noisy, 1.0), -self.clip, self.clip)
 
 
@@ -218,7 +218,7 @@ class _GaussianBDTBase(BaseEstimator):
         stats[:, 1] = 1.0
         rows = np.arange(n)
         lr = float(self.learning_rate)
-        leaf = GaussianLeaf(L, eps_r, delta_r, sigma_s, sigma_c)
+        leaf = GaussianLeaf(L, eps_r, delta_r, "analytic" if analytic else "classic")
         t0 = time.perf_counter()
         self.trees_ = []
         for t in range(T):

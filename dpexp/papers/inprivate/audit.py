@@ -8,9 +8,8 @@ values) and the predictions on fixed probe points. The noise comes from
 ``noise_rng=<child of the audit's rng>``; the structure randomness (the record partition
 into participants and rounds) is the fixed public ``random_state``, so each target is
 audited conditionally on it -- what the parallel-composition argument of Section VI-B
-assumes (every record keeps its chunk whatever the other records are). The records that
-differ between neighbours are the *last* rows, so every other record keeps its id, hence
-its chunk (:func:`dpexp.privacy.record_partition` hashes the row id).
+assumes (every record keeps its chunk whatever the other records are): the chunk of a
+record is keyed by its content (:func:`dpexp.privacy.record_ids`), never by its row.
 
 Neighbours (add/remove one record, :mod:`dpexp.privacy.audit`):
 
@@ -28,6 +27,16 @@ flag them: the label set from the training labels (``classes=None``), the share 
 private ``n`` (``n_records=len(X)``, the pre-fix behaviour) and the label domain from the
 private labels (``label_domain=None``). Every fit's budget is the claim: ``epsilon`` of
 Theorem 7 per chunk, one chunk per record (Section VI-B).
+
+The paths users run (issue #38, :mod:`dpexp.privacy.audit_paths`):
+``inprivate_runner_share_boundary`` fits with the runner's parameters
+(:func:`dpexp.privacy.audit_runner.runner_fit`: ``n_records`` from the declared rows, not
+``len(X)``), ``inprivate_canary_positions`` inserts the canary at row 0, in the middle and
+at the end, and ``inprivate_defaults`` (:mod:`dpexp.privacy.audit_defaults`) fits with the
+default noise; their broken twins (``inprivate_runner_n_from_len_x``,
+``inprivate_row_keyed_partition``, ``inprivate_defaults_noise_from_random_state``)
+re-introduce ``n_records = len(X)``, chunks keyed by row position and noise keyed by
+``random_state``.
 """
 
 from __future__ import annotations
@@ -43,7 +52,13 @@ from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateRegressor,
 )
+from dpexp.papers.inprivate.formulas import assign_chunks, participant_share, round_shares
+from dpexp.papers.inprivate.protocol import ParticipantNode
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
+from dpexp.privacy.audit_defaults import defaults_targets
+from dpexp.privacy.audit_paths import CANARY_POSITIONS, covering, insert_row
+from dpexp.privacy.audit_runner import RunnerCase, runner_fit, tiny_info
+from dpexp.privacy.partition import RecordIds
 from dpexp.privacy.public import DataDependentWarning
 
 __all__ = [
@@ -137,12 +152,12 @@ def _class_release(classes: Any) -> Callable[..., np.ndarray]:
 # ----------------------------------------------------------------------------- share boundary
 
 #: The share target's public structure seed: with it, the record partition's keyed
-#: uniforms put records 0, 1, 4 and 5 in [6/8, 6/7) -- the four records a share
-#: ``records_per_participant / n`` drops when ``n`` goes from 7 to 8 -- records 2, 3 and
-#: 6 below 6/8 and the added record 7 above 6/8. Found by scanning ``random_state`` (any
-#: fixed structure seed must do: the privacy proof holds for each); the test suite checks
-#: the property.
-SHARE_STRUCTURE_SEED = 9095
+#: uniforms (of the records' content) put the class-1 records (0, 1, 4 and 5, all
+#: ``x = 0.5``) in [6/8, 6/7) -- the four records a share ``records_per_participant / n``
+#: drops when ``n`` goes from 7 to 8 -- and the class-0 records (2, 3, 6 and the added
+#: copy 7) below 6/8. Found by scanning ``random_state`` (any fixed structure seed must
+#: do: the privacy proof holds for each); the test suite checks the property.
+SHARE_STRUCTURE_SEED = 34
 SHARE_N = 7
 SHARE_RECORDS_PER_PARTICIPANT = 6
 #: Records of the share target whose chunk a share ``6 / n`` changes between n = 7 and 8.
@@ -210,6 +225,120 @@ def _extreme_release(label_domain: Any) -> Callable[..., np.ndarray]:
     return release
 
 
+# ----------------------------------------------------------------------------- runner path
+
+#: The share target's setting as the runner passes it (issue #38): 7 declared rows of a
+#: test-registered dataset; n_records, metadata, seeded noise and the row's verdict come
+#: from :func:`dpexp.privacy.audit_runner.runner_fit`.
+SHARE_RUNNER = RunnerCase(
+    "inprivate", tiny_info("audit_inprivate_share", rows=SHARE_N, features=1, classes=CLASSES,
+                           domain=(0.0, 1.0)),
+    {"n_participants": 1, "n_rounds": 1, "depth": 1,
+     "records_per_participant": SHARE_RECORDS_PER_PARTICIPANT}, SHARE_STRUCTURE_SEED)
+#: Output of a fit whose row says not DP (no DP claim): one value for all, off the leaf range.
+NOT_DP_VALUE = -1e9
+
+
+def _runner_share_release(n_from_data: bool) -> Callable[..., np.ndarray]:
+    """The leaf score of the runner's fit (every prediction is a function of it), or
+    :data:`NOT_DP_VALUE` when the row says not DP. ``n_from_data``: the runner before the
+    fix (``n_records = len(X)``)."""
+
+    def release(data: TinyData, *, epsilon: float, delta: float, rng: np.random.Generator,
+                size: int) -> np.ndarray:
+        del delta
+        out = np.empty(int(size))
+        for i, seed in enumerate(rng.integers(0, 2**63, size=int(size))):
+            fit = runner_fit(SHARE_RUNNER, data.X, data.y, epsilon=epsilon, noise_seed=int(seed),
+                             n_from_data=n_from_data)
+            out[i] = fit.estimator.trees_[0].value[0, 0] if fit.private else NOT_DP_VALUE
+        return out
+
+    return release
+
+
+def _runner_target(broken: bool) -> AuditTarget:
+    target = end_to_end_target(
+        "inprivate_runner_n_from_len_x" if broken else "inprivate_runner_share_boundary",
+        release=_runner_share_release(broken), datasets=share_boundary_data(), pairs=[(0, 1)],
+        epsilon=1.0, output="real", expected_to_pass=not broken, algorithm="inprivate",
+        description="InPrivateClassifier through the runner's cell path (7 declared rows), n vs "
+                    "n + 1 across a share boundary: the leaf score, or the row's not-DP verdict" + (
+                        " -- BROKEN: n_records = len(X) (the runner before the fix)" if broken else ""),
+        samples=20_000, quick_samples=600)
+    return target if broken else covering(target, "runner")
+
+
+# ----------------------------------------------------------------------------- canary positions
+
+
+class RowKeyedInPrivate(InPrivateClassifier):
+    """BROKEN: the participants' chunks keyed by *row index* (the old partition): inserting
+    a record at row 0 moves every later record to another chunk."""
+
+    def _make_nodes(self, X, z, cfg, streams, n_records):
+        n = X.shape[0]
+        share = participant_share(cfg.n_participants, self.records_per_participant, n_records)
+        owner, rnd = assign_chunks(RecordIds(np.arange(n, dtype=np.uint64)), cfg.n_participants,
+                                   share, round_shares(cfg.n_rounds, self.final_round),
+                                   np.random.default_rng(streams.structure))
+        noise = streams.noise_generators(cfg.n_slots)
+        nodes = [ParticipantNode(p, X[owner == p], z[owner == p], rnd[owner == p], cfg,
+                                 {k: noise[k] for k in range(p, cfg.n_slots, cfg.n_participants)})
+                 for p in range(cfg.n_participants)]
+        return nodes, share * (n if n_records is None else n_records)
+
+
+POSITION_N = 20
+POSITION_RECORDS_PER_PARTICIPANT = 10
+POSITION_STRUCTURE_SEED = 0
+
+
+def _position_model(cls: type, epsilon: float, noise: Any) -> InPrivateClassifier:
+    return cls(epsilon=epsilon, n_participants=1, n_rounds=1, depth=1,
+               records_per_participant=POSITION_RECORDS_PER_PARTICIPANT, n_records=POSITION_N,
+               feature_domain=FEATURE_DOMAIN, classes=CLASSES,
+               random_state=POSITION_STRUCTURE_SEED, noise_rng=noise)
+
+
+def position_data() -> tuple[TinyData, ...]:
+    """20 records (distinct x) labelled 1 where the row-keyed partition uses the row, 0
+    where it leaves it out (so, keyed by row, the one participant holds class 1 only); then
+    the same with a class-0 canary inserted at row 0, in the middle, at the end."""
+    x = np.linspace(0.05, 0.95, POSITION_N)[:, None]
+    share = participant_share(1, POSITION_RECORDS_PER_PARTICIPANT, POSITION_N)
+    # the twin's partition of the base, as its fit draws it (structure stream = random_state)
+    owner, _ = assign_chunks(RecordIds(np.arange(POSITION_N, dtype=np.uint64)), 1, share,
+                             round_shares(1, InPrivateClassifier().final_round),
+                             np.random.default_rng(np.random.SeedSequence(POSITION_STRUCTURE_SEED)))
+    y = (owner == 0).astype(np.int64)
+    base = TinyData(x, y)
+    return (base, *(TinyData(*insert_row(x, y, [0.5], 0, p)) for p in CANARY_POSITIONS))
+
+
+def _position_release(cls: type) -> Callable[..., np.ndarray]:
+    def release(data: TinyData, *, epsilon: float, delta: float, rng: np.random.Generator,
+                size: int) -> np.ndarray:
+        del delta
+        return np.array([_position_model(cls, epsilon, noise).fit(data.X, data.y).trees_[0].value[0, 0]
+                         for noise in _fits(rng, size)])
+
+    return release
+
+
+def _position_target(broken: bool) -> AuditTarget:
+    target = end_to_end_target(
+        "inprivate_row_keyed_partition" if broken else "inprivate_canary_positions",
+        release=_position_release(RowKeyedInPrivate if broken else InPrivateClassifier),
+        datasets=position_data(), pairs=[(0, 1), (0, 2), (0, 3)], epsilon=1.0, output="real",
+        expected_to_pass=not broken, algorithm="inprivate",
+        description="InPrivateClassifier (one participant, share 10/20 declared), a canary "
+                    "inserted at row 0, in the middle, at the end: the leaf score" + (
+                        " -- BROKEN: chunks keyed by row position" if broken else ""),
+        samples=20_000, quick_samples=300)
+    return target if broken else covering(target, *CANARY_POSITIONS)
+
+
 # ----------------------------------------------------------------------------- targets
 
 
@@ -255,5 +384,9 @@ def _targets(broken: bool) -> list[AuditTarget]:
     ]
 
 
-AUDIT_TARGETS: list[AuditTarget] = _targets(broken=False)
-BROKEN_AUDIT_TARGETS: list[AuditTarget] = _targets(broken=True)
+AUDIT_TARGETS: list[AuditTarget] = [*_targets(broken=False), _runner_target(broken=False),
+                                     _position_target(broken=False),
+                                     *defaults_targets(("inprivate",))]
+BROKEN_AUDIT_TARGETS: list[AuditTarget] = [*_targets(broken=True), _runner_target(broken=True),
+                                            _position_target(broken=True),
+                                            *defaults_targets(("inprivate",), broken=True)]

@@ -108,10 +108,10 @@ from dpexp.papers.inprivate.protocol import (
     run_inline,
     tree_contribution,
 )
-from dpexp.privacy import Accountant
+from dpexp.privacy import Accountant, record_ids
 from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.public import warn_outside_package
-from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
+from dpexp.privacy.randomness import NOT_PRIVATE, EstimatorStreams, estimator_streams
 from dpexp.trees.binning import MAX_BINS
 
 # ----------------------------------------------------------------------------- estimators
@@ -201,7 +201,8 @@ class _InPrivateBase(BaseEstimator):
         Returns the nodes and the expected records per participant."""
         n = X.shape[0]
         share = participant_share(cfg.n_participants, self.records_per_participant, n_records)
-        owner, rnd = assign_chunks(n, cfg.n_participants, share,
+        # chunks keyed by each record's content (features, target), never its row
+        owner, rnd = assign_chunks(record_ids(X, z), cfg.n_participants, share,
                                    round_shares(cfg.n_rounds, self.final_round),
                                    np.random.default_rng(streams.structure))
         noise = streams.noise_generators(cfg.n_slots)
@@ -222,7 +223,7 @@ class _InPrivateBase(BaseEstimator):
         z = self._fit_targets(X, y)
         cfg, leaked = self._protocol_config(X)
         n_records, share_from_n = self._declared_size(X.shape[0])
-        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", NOT_PRIVATE))
         nodes, expected = self._make_nodes(X, z, cfg, streams, n_records)
         t0 = time.perf_counter()
         result = None
@@ -361,9 +362,11 @@ _DOC_PARAMS = """
         (the runner passes the dataset's); classes (classifiers): the declared label set
         (two labels; classes_, predict_proba's columns).
     random_state: structure randomness (the record partition into owners and rounds).
-    noise_rng (private estimators): None = noise derived from random_state (reproducible
-        experiments), or a Generator, e.g. dpexp.privacy.secure_generator() for a model
-        that is published; all mechanism noise comes from it.
+    noise_rng (private estimators): None = fresh OS entropy (never derived from
+        random_state), a SeedSequence for reproducible experiments
+        (dpexp.privacy.seeded_noise(seed): a research result, not a release), or a
+        Generator, e.g. dpexp.privacy.secure_generator() for a model that is published; all
+        mechanism noise comes from it.
 """
 
 

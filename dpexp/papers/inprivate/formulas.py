@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from dpexp.privacy import record_partition
+from dpexp.privacy import RecordIds, record_partition
 from dpexp.privacy.public import DataDependentWarning
 from dpexp.privacy.randomness import Rng
 from dpexp.trees.binning import MAX_BINS, BinMapper, categorical_thresholds
@@ -175,16 +175,17 @@ def participant_share(n_participants: int, records_per_participant: int | None =
     return min(float(records_per_participant) / int(n_records), 1.0 / N)
 
 
-def assign_chunks(n: int, n_participants: int, share: float, shares_per_round: np.ndarray,
-                  rng: Rng) -> tuple[np.ndarray, np.ndarray]:
+def assign_chunks(ids: RecordIds, n_participants: int, share: float,
+                  shares_per_round: np.ndarray, rng: Rng) -> tuple[np.ndarray, np.ndarray]:
     """Participant and round of every record (``-1`` = unused), drawn per record with
     :func:`dpexp.privacy.record_partition` (one call for all ``N x R`` disjoint chunks).
-    ``share`` and ``shares_per_round`` are public, and ``rng`` is structure randomness:
-    then a record's chunk does not depend on the other records."""
+    ``ids`` are the records' content ids (:func:`dpexp.privacy.record_ids`), ``share``
+    and ``shares_per_round`` are public, and ``rng`` is structure randomness: then a
+    record's chunk depends on that record only, not on its row or the other records."""
     R = shares_per_round.size
     props = (share * shares_per_round[None, :]).repeat(n_participants, axis=0).ravel()
     props = props / max(1.0, float(props.sum()) * (1 + 1e-12))
-    part = record_partition(n, props, rng)
+    part = record_partition(ids, props, rng)
     owner = np.where(part >= 0, part // R, -1)
     rnd = np.where(part >= 0, part % R, -1)
     return owner, rnd

@@ -58,7 +58,7 @@ def inprivate_schedule_timing(ctx) -> dict[str, float]:
     kwargs = dict(n_participants=n, n_rounds=1, n_jobs=-1, schedule=schedule, backend=backend,
                   random_state=ctx.random_state, **p)
     if private:
-        kwargs["epsilon"] = eps
+        kwargs.update(epsilon=eps, noise_rng=ctx.seeded_noise)
     est = cls(**kwargs)
     public = ds.public_metadata()
     est.set_params(**{k: v for k, v in public.items() if k in est.get_params()})

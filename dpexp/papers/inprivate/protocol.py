@@ -30,7 +30,7 @@ from dpexp.papers.inprivate.formulas import (
     sensitivities,
     square_error_gain,
 )
-from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy import Accountant
 from dpexp.privacy.randomness import Rng, spawn_generators
 from dpexp.trees.binning import BinMapper
 from dpexp.trees.grower import LeafContext, SplitContext, grow_tree
@@ -80,11 +80,9 @@ class SquareErrorSplit:
         # the nodes of one level hold disjoint records (parallel composition, Theorem 7): one
         # ledger entry for all of them (``releases``), not one spend per node -- the
         # per-node spends and their replay were half of a depth-10 fit's time
-        ctx.accountant.spend(self.epsilon, what=f"{ctx.label} level {ctx.depth + 1} split",
-                             releases=ctx.n_nodes, mechanism="exponential",
-                             sensitivity=self.sensitivity)
-        choice = np.atleast_1d(exponential_mechanism(
-            gains, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng))
+        choice = np.atleast_1d(ctx.accountant.exponential(
+            gains, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng,
+            releases=ctx.n_nodes, what=f"{ctx.label} level {ctx.depth + 1} split"))
         return feats[choice].astype(np.int64), bins[choice].astype(np.int64)
 
 
@@ -112,14 +110,12 @@ class InPrivateLeaf:
         # (sequential), the same epsilon_2 as a parallel scope of per-leaf sequential pairs
         acc, k = ctx.accountant, ctx.n_leaves
         with acc.sequential(f"{ctx.label} leaves"):
-            acc.spend(self.epsilon, what=f"{ctx.label} leaves numerator", releases=k,
-                      mechanism="laplace", sensitivity=self.sens_numerator)
-            acc.spend(self.epsilon, what=f"{ctx.label} leaves denominator", releases=k,
-                      mechanism="laplace", sensitivity=self.sens_denominator)
-        num = np.atleast_1d(laplace_mechanism(num, epsilon=self.epsilon,
-                                              sensitivity=self.sens_numerator, rng=ctx.rng))
-        den = np.atleast_1d(laplace_mechanism(den, epsilon=self.epsilon,
-                                              sensitivity=self.sens_denominator, rng=ctx.rng))
+            num = np.atleast_1d(acc.laplace(
+                num, epsilon=self.epsilon, sensitivity=self.sens_numerator, rng=ctx.rng,
+                releases=k, what=f"{ctx.label} leaves numerator"))
+            den = np.atleast_1d(acc.laplace(
+                den, epsilon=self.epsilon, sensitivity=self.sens_denominator, rng=ctx.rng,
+                releases=k, what=f"{ctx.label} leaves denominator"))
         value = num / np.maximum(den, self.denominator_floor)
         return np.clip(value, -self.bound, self.bound)
 
@@ -306,13 +302,10 @@ class ParticipantNode:
                 delta, count = exact, float(rows.size)
                 if cfg.private:
                     half = b.quality / 2.0
-                    acc.spend(half, what=f"{label} quality of tree {slot - 1}", mechanism="laplace",
-                              sensitivity=sens.quality_delta)
-                    acc.spend(half, what=f"{label} chunk size", mechanism="laplace", sensitivity=1.0)
-                    delta = float(laplace_mechanism(exact, epsilon=half, sensitivity=sens.quality_delta,
-                                                    rng=q_rng))
-                    count = float(laplace_mechanism(float(rows.size), epsilon=half, sensitivity=1.0,
-                                                    rng=q_rng))
+                    delta = float(acc.laplace(exact, epsilon=half, sensitivity=sens.quality_delta,
+                                              rng=q_rng, what=f"{label} quality of tree {slot - 1}"))
+                    count = float(acc.discrete_laplace(int(rows.size), epsilon=half, rng=q_rng,
+                                                       what=f"{label} chunk size"))
                 verdict = (not cfg.quality_control) or delta >= cfg.quality_tolerance * max(count, 1.0)
             self._settle(verdict)
             self.released[slot] = (delta, count)
@@ -348,25 +341,7 @@ def replay_ledgers(accountant: Accountant, messages: list[TreeMessage]) -> None:
     scopes it was recorded in (consecutive releases of one scope share it)."""
     with accountant.parallel("disjoint chunks (participants x rounds)"):
         for m in messages:
-            opened: list[tuple[tuple[str, str], Any]] = []
-            try:
-                for e in m.ledger:
-                    path = list(zip(e["scope"], e["scope_kinds"], strict=True))
-                    k = 0
-                    while k < min(len(path), len(opened)) and path[k] == opened[k][0]:
-                        k += 1
-                    while len(opened) > k:
-                        opened.pop()[1].__exit__(None, None, None)
-                    for lbl, kind in path[k:]:
-                        cm = accountant.sequential(lbl) if kind == "sequential" else accountant.parallel(lbl)
-                        cm.__enter__()
-                        opened.append(((lbl, kind), cm))
-                    info = {key: v for key, v in e.items()
-                            if key not in ("index", "what", "epsilon", "delta", "scope", "scope_kinds")}
-                    accountant.spend(e["epsilon"], what=e["what"], delta=e["delta"], **info)
-            finally:
-                while opened:
-                    opened.pop()[1].__exit__(None, None, None)
+            accountant.absorb_ledger(m.ledger)
 
 
 def run_inline(nodes: list[ParticipantNode], cfg: ProtocolConfig) -> list[TreeMessage]:

@@ -41,6 +41,7 @@ from dpexp.papers.xgbdp.comparators import (
 )
 from dpexp.papers.xgbdp.estimators import XGBoostDPClassifier
 from dpexp.privacy.audit import AuditTarget, end_to_end_target
+from dpexp.privacy.audit_defaults import defaults_targets
 
 _X_CLS = np.array([[0.1], [0.2], [0.3], [0.4], [0.6], [0.9]])
 _Y_CLS = np.array([0, 0, 0, 0, 0, 1])
@@ -143,3 +144,7 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
         expected_to_pass=False,
     ),
 ]
+
+# The defaults path (issue #38): fitted as users do, with the default noise source.
+AUDIT_TARGETS += defaults_targets(("xgboost_dp", "dp_rf_xgbdp", "dp_adaboost"))
+BROKEN_AUDIT_TARGETS += defaults_targets(("xgboost_dp", "dp_rf_xgbdp", "dp_adaboost"), broken=True)

@@ -26,8 +26,9 @@ captions:
   estimate one more layer's share, ``1/(d+2)``, halved between the two sums.
 * Randomness: the forest's per-node feature draws and AdaBoost's resampling come from
   ``random_state``'s structure stream; the resampling of record ``i`` compares a keyed
-  uniform of the record's id (:func:`dpexp.privacy.partition.keyed_uniform`, one key per
-  round) with ``w_i``, so removing a record changes no other record's inclusion. Every
+  uniform of the record's content id (:func:`dpexp.privacy.record_ids`, never its row;
+  :func:`dpexp.privacy.partition.keyed_uniform`, one key per round) with ``w_i``, so
+  adding or removing a record anywhere changes no other record's inclusion. Every
   Laplace/exponential draw comes from ``noise_rng``. ``mean_rows_per_round`` (an exact
   count of the resampled private rows) is a diagnostic, not part of the release.
 * The non-private twins (``np_xgb_tree_rf``, ``np_xgb_tree_adaboost``) run the same
@@ -60,8 +61,7 @@ from dpexp.papers.xgbdp.estimators import (
     per_tree_budget,
     resolve_max_features,
 )
-from dpexp.privacy import laplace_mechanism
-from dpexp.privacy.partition import keyed_uniform
+from dpexp.privacy.partition import RecordIds, keyed_uniform, record_ids
 from dpexp.privacy.randomness import EstimatorStreams
 
 ERR_CLIP = 1e-6
@@ -156,7 +156,7 @@ class _AdaBoostPart:
         private = self._private
         T, D = int(self.n_trees), int(self.max_depth)
         n = data.n_rows
-        ids = np.arange(n, dtype=np.uint64)
+        ids = record_ids(X, y01)  # by content, not row: a record's inclusion is its own
         ypm = 2.0 * y01 - 1.0
         g = -ypm
         logw = np.zeros(n)
@@ -198,7 +198,7 @@ class _AdaBoostPart:
         return trees, alphas, diag
 
     @staticmethod
-    def _resample_uniforms(ids: np.ndarray, rng) -> np.ndarray:
+    def _resample_uniforms(ids: RecordIds, rng) -> np.ndarray:
         """One uniform per record from a keyed hash of its id (key from ``rng``): a record's
         inclusion never depends on which other records are present."""
         key = np.frombuffer(rng.bytes(16), dtype=np.uint64)
@@ -215,16 +215,15 @@ class _AdaBoostPart:
     def _noisy_error_sums(w, miss, eps_err, acc, t, rng, exact=False) -> tuple[float, float]:
         """Laplace-noised ``(sum w miss, sum w)``; ``exact`` (ablation, not DP): no noise,
         still charged."""
+        sums = (float(np.sum(w * miss)), float(np.sum(w)))
+        whats = (f"round {t} weighted error sum", f"round {t} weight sum")
         with acc.sequential(f"round {t} error"):
-            acc.spend(eps_err, what=f"round {t} weighted error sum", mechanism="laplace",
-                      sensitivity=1.0)
-            acc.spend(eps_err, what=f"round {t} weight sum", mechanism="laplace",
-                      sensitivity=1.0)
-        sums = np.array([np.sum(w * miss), np.sum(w)])
-        if exact:
-            return float(sums[0]), float(sums[1])
-        e, tot = laplace_mechanism(sums, epsilon=eps_err, sensitivity=1.0, rng=rng)
-        return float(e), float(tot)
+            if exact:  # the ablation: no noise, still charged
+                return tuple(acc.release(lambda v=v: v, epsilon=eps_err, what=what,
+                                         mechanism="none (ablation)")
+                             for v, what in zip(sums, whats, strict=True))
+            return tuple(float(acc.laplace(v, epsilon=eps_err, sensitivity=1.0, rng=rng, what=what))
+                         for v, what in zip(sums, whats, strict=True))
 
 
 def _common_init(self, kw: dict) -> None:

@@ -72,8 +72,9 @@ training fold holds) are public input; when missing they are read from the data 
 ``DataDependentWarning`` and the fit is marked not DP (``accountant_.is_dp``), as is
 ``binning="quantile"`` and ``variant="paper"``. Structure randomness (the random forest's
 per-node feature draws, AdaBoost's Poisson resampling keys) comes from ``random_state``;
-every Laplace/exponential draw from ``noise_rng`` (``None``: derived from
-``random_state``; :func:`dpexp.privacy.secure_generator` for a published model). Released:
+every Laplace/exponential draw from ``noise_rng`` (``None``: fresh OS entropy, never
+derived from ``random_state``; a SeedSequence such as :func:`dpexp.privacy.seeded_noise` for
+reproducible experiments; :func:`dpexp.privacy.secure_generator` for a published model). Released:
 ``trees_`` (splits, noisy leaf values; the shape of a tree shows which noisy counts fell
 below the threshold), ``tree_weights_``, ``feature_importances_`` (split shares of the
 released trees) and predictions. ``diagnostics_`` values that count private rows (e.g.
@@ -108,9 +109,9 @@ from dpexp.boosting.gbdt import (
 from dpexp.boosting.labels import binary_classes
 from dpexp.errors import check_epsilon
 from dpexp.papers.xgbdp import PAPER_NOT_DP  # the manifest states it
-from dpexp.privacy import Accountant, exponential_mechanism, laplace_mechanism
+from dpexp.privacy import Accountant
 from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.randomness import EstimatorStreams, estimator_streams
+from dpexp.privacy.randomness import NOT_PRIVATE, EstimatorStreams, estimator_streams
 from dpexp.trees.binning import BinMapper, BinnedData
 from dpexp.trees.grower import GrownTree, LeafContext, SplitContext, grow_tree
 from dpexp.trees.split_search import best_splits, split_gains
@@ -240,33 +241,26 @@ class NoisyCountSplit:
         allowed = self._allowed(ctx) if n_cand_max > 0 else np.zeros((n, ctx.hist.shape[1]), bool)
         raw = ctx.totals[:, 1].astype(np.float64)
         private = self.eps_half is not None
-        if private and "count" not in self.exact:
-            noisy = np.atleast_1d(laplace_mechanism(raw, epsilon=self.eps_half, sensitivity=1.0,
-                                                    rng=ctx.rng))
-        else:
-            noisy = raw
+        # every node's count, charged even when an ablation releases it exactly
+        noisy = self._noisy_counts(ctx, raw) if private else raw
         for j, node in enumerate(ctx.node_ids):
             self.counts[int(node)] = float(noisy[j])
         can = allowed.any(axis=1)
         split = can & (noisy >= self.min_count) if self.min_count > 0 else can
         if private:
-            self._spend(ctx, split)
             js = np.flatnonzero(split)
             if js.size:
                 # gains (n, d, B-1); the candidate set of a node is public (grid, draw)
                 gains = split_gains(ctx.hist[js], float(self.reg_lambda),
                                     ctx.n_candidates.astype(np.int64))
                 on_grid = np.arange(n_cand_max)[None, :] < ctx.n_candidates[:, None]
-            for i, j in enumerate(js):
-                cand = np.flatnonzero((allowed[j][:, None] & on_grid).ravel())
-                if "split" in self.exact:  # ablation: the best split, no noise
-                    best = int(np.argmax(gains[i].ravel()[cand]))
-                else:
-                    best = exponential_mechanism(
-                        gains[i].ravel()[cand], epsilon=self.split_budget,
-                        sensitivity=split_sensitivity(self.g_star), rng=ctx.rng)
-                pick = int(cand[best])
-                feat[j], bins[j] = pick // n_cand_max, pick % n_cand_max
+            # the splitting nodes hold disjoint records: each split's cost once (parallel)
+            with ctx.accountant.parallel(f"{ctx.label} depth {ctx.depth} splits"):
+                for i, j in enumerate(js):
+                    cand = np.flatnonzero((allowed[j][:, None] & on_grid).ravel())
+                    best = self._split(ctx, gains[i].ravel()[cand], int(ctx.node_ids[j]))
+                    pick = int(cand[best])
+                    feat[j], bins[j] = pick // n_cand_max, pick % n_cand_max
             return feat, bins
         js = np.flatnonzero(split)
         if self.max_features is None and self.feature_mask is None:
@@ -282,17 +276,31 @@ class NoisyCountSplit:
             feat[sel[ok]], bins[sel[ok]] = f[ok], b[ok]
         return feat, bins
 
-    def _spend(self, ctx: SplitContext, split: np.ndarray) -> None:
-        acc, lab, k = ctx.accountant, ctx.label, ctx.depth
-        with acc.parallel(f"{lab} depth {k}"):
-            for j, node in enumerate(ctx.node_ids):
-                with acc.sequential(f"{lab} node {int(node)}"):
-                    acc.spend(self.eps_half, what=f"{lab} depth {k} node {int(node)} noisy count",
-                              mechanism="laplace", sensitivity=1.0)
-                    if split[j]:
-                        acc.spend(self.split_budget, what=f"{lab} depth {k} node {int(node)} split",
-                                  mechanism="exponential",
-                                  sensitivity=split_sensitivity(self.g_star))
+    def _noisy_counts(self, ctx: SplitContext, raw: np.ndarray) -> np.ndarray:
+        """Every node's count plus exact discrete Laplace noise (``eps_half``, sensitivity
+        1), one release over the nodes of a depth (disjoint records). Each node's budget is
+        then its count's plus its split's: the same maximum as a parallel scope of per-node
+        sequential pairs."""
+        acc, what = ctx.accountant, f"{ctx.label} depth {ctx.depth} noisy counts"
+        counts = np.rint(raw).astype(np.int64)
+        if "count" in self.exact:  # ablation (not DP): the exact counts, still charged
+            return acc.release(lambda: raw, epsilon=self.eps_half, what=what,
+                               releases=raw.size, mechanism="none (ablation)")
+        return np.atleast_1d(acc.discrete_laplace(
+            counts, epsilon=self.eps_half, rng=ctx.rng, what=what, releases=raw.size,
+        )).astype(np.float64)
+
+    def _split(self, ctx: SplitContext, gains: np.ndarray, node: int) -> int:
+        """One node's split by the exponential mechanism (``split_budget``, Delta G of
+        Shi et al. Section 5.1); the ``split`` ablation (not DP) takes the best, still
+        charged."""
+        what = f"{ctx.label} depth {ctx.depth} node {node} split"
+        if "split" in self.exact:
+            return int(ctx.accountant.release(lambda: np.argmax(gains), epsilon=self.split_budget,
+                                              what=what, mechanism="none (ablation)"))
+        return int(ctx.accountant.exponential(
+            gains, epsilon=self.split_budget, sensitivity=split_sensitivity(self.g_star),
+            rng=ctx.rng, what=what))
 
 
 @dataclass
@@ -317,22 +325,24 @@ class NoisyMeanLeaf:
         need = [j for j, node in enumerate(ids) if node not in self.split.counts]
         if need:
             depth = int(ctx.depth[need[0]])
-            eps_count = self.split.eps_half
-            with acc.parallel(f"{lab} depth {depth}"):
-                for j in need:
-                    acc.spend(eps_count, what=f"{lab} depth {depth} node {ids[j]} noisy count",
-                              mechanism="laplace", sensitivity=1.0)
-            noisy = counts[need] if "count" in self.split.exact else np.atleast_1d(
-                laplace_mechanism(counts[need], epsilon=eps_count, sensitivity=1.0, rng=ctx.rng))
+            what = f"{lab} depth {depth} noisy counts"
+            if "count" in self.split.exact:  # ablation (not DP): exact, still charged
+                noisy = acc.release(lambda: counts[need], epsilon=self.split.eps_half, what=what,
+                                    releases=len(need), mechanism="none (ablation)")
+            else:  # the leaves hold disjoint records: one release over them
+                noisy = np.atleast_1d(acc.discrete_laplace(
+                    np.rint(counts[need]).astype(np.int64), epsilon=self.split.eps_half,
+                    rng=ctx.rng, what=what, releases=len(need)))
             for j, c in zip(need, noisy, strict=True):
                 self.split.counts[ids[j]] = float(c)
         g_star = self.split.g_star
-        with acc.parallel(f"{lab} leaves"):
-            for node in ids:
-                acc.spend(self.eps_half, what=f"{lab} leaf {node} noisy residual sum",
-                          mechanism="laplace", sensitivity=g_star)
-        s = sums if "leaf" in self.split.exact else np.atleast_1d(
-            laplace_mechanism(sums, epsilon=self.eps_half, sensitivity=g_star, rng=ctx.rng))
+        what = f"{lab} leaves noisy residual sums"
+        if "leaf" in self.split.exact:  # ablation (not DP): exact, still charged
+            s = acc.release(lambda: sums, epsilon=self.eps_half, what=what, releases=len(ids),
+                            mechanism="none (ablation)")
+        else:
+            s = np.atleast_1d(acc.laplace(sums, epsilon=self.eps_half, sensitivity=g_star,
+                                          rng=ctx.rng, what=what, releases=len(ids)))
         c = np.array([self.split.counts[node] for node in ids], dtype=np.float64)
         floor = max(1.0, self.split.min_count)
         return np.clip(s / (np.maximum(c, floor) + self.reg_lambda), -g_star, g_star)
@@ -450,7 +460,7 @@ class XGBDPEnsembleBase(ClassifierMixin, BaseEstimator):
                                          feature_domain=leaked and not quantile,
                                          quantile=quantile):
                 acc.mark_not_dp(reason)
-        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", None))
+        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", NOT_PRIVATE))
         t0 = time.perf_counter()
         self.trees_, self.tree_weights_, diag = self._ensemble(data, X, y01, streams, acc)
         counts = split_counts(self.trees_, X.shape[1])

@@ -33,7 +33,8 @@ def fit_for_cell(ctx):
     info = get_algorithm(name)
     est = make_estimator(name, ctx.dataset.task, params,
                          epsilon=ctx.epsilon if info.private else None,
-                         random_state=ctx.random_state, public=ctx.dataset.public_metadata())
+                         random_state=ctx.random_state, public=ctx.dataset.public_metadata(),
+                         noise_rng=ctx.seeded_noise)
     est.fit(ctx.X_train, ctx.y_train)
     spent = float(est.accountant_.epsilon_spent) if info.private else float("inf")
     if info.private and spent > ctx.epsilon * (1 + 1e-9):

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dpexp.privacy import Accountant, laplace_mechanism
+from dpexp.privacy import Accountant
 from dpexp.privacy.public import public_classes
 from dpexp.privacy.randomness import estimator_streams, spawn_generators
 
@@ -42,10 +42,10 @@ class DPStumpClassifier(ClassifierMixin, BaseEstimator):
         counts = []
         with acc.parallel("two leaves"):
             for side in (left, ~left):
-                exact = np.bincount(codes[side], minlength=len(self.classes_)).astype(float)
-                counts.append(laplace_mechanism(exact, epsilon=self.epsilon, sensitivity=1.0,
-                                                rng=noise))
-                acc.spend(self.epsilon, what="leaf class counts")
+                exact = np.bincount(codes[side], minlength=len(self.classes_))
+                # drawn and charged in one call: exact discrete Laplace counts
+                counts.append(acc.discrete_laplace(exact, epsilon=self.epsilon, rng=noise,
+                                                   what="leaf class counts"))
         self.leaf_counts_ = np.array(counts)
         self.accountant_ = acc
         return self

@@ -1,0 +1,95 @@
+"""Committed rows that the current code would compute differently ("stale").
+
+A result row's numbers depend on the code that computed them. When a change of the code
+changes numbers on purpose (a new sampler, another partition), the committed rows of the
+affected algorithms are no longer what ``dpexp run`` computes today: they stay in the
+committed tables (and are still adopted as finished cells, so a campaign is not silently
+re-run), but every output that shows them says they are stale, with the change and the
+command that recomputes them. The campaign that recomputes them is one ``make
+reproduce-all RUN_ARGS="--recompute-before SINCE"`` (README, "The committed reproduction").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from dpexp.registry import all_algorithms
+
+__all__ = ["NUMBER_CHANGES", "NumbersChange", "stale_rows", "stale_summary"]
+
+#: ``algorithm`` of procedure rows (their numbers come from the papers' private algorithms).
+_PROCEDURE_PREFIX = "procedure:"
+
+
+@dataclass(frozen=True)
+class NumbersChange:
+    """A code change that changes the numbers of every private algorithm's release.
+
+    ``since``: ISO 8601 UTC time of the change; rows with an earlier ``timestamp`` (or
+    none) were computed by the code before it. ``unchanged``: private algorithms whose
+    numbers the change leaves alone (an external library's own sampler)."""
+
+    since: str
+    reason: str
+    unchanged: frozenset[str] = frozenset()
+
+    @property
+    def since_time(self) -> datetime:
+        return datetime.fromisoformat(self.since).astimezone(UTC)
+
+    def affects(self, algorithm: str) -> bool:
+        """Whether rows of ``algorithm`` computed before :attr:`since` may differ today."""
+        if algorithm.startswith(_PROCEDURE_PREFIX):
+            return True
+        info = all_algorithms().get(algorithm)
+        return bool(info is not None and info.private and algorithm not in self.unchanged)
+
+
+#: The changes, oldest first. Issue 38 replaced every textbook float sampler by exact
+#: discrete ones (counts as discrete-Laplace integers, real values on a public grid) and
+#: keyed record partitions by the record instead of its row position.
+NUMBER_CHANGES: tuple[NumbersChange, ...] = (
+    NumbersChange(
+        since="2026-11-27T11:30:00+00:00",
+        reason=("computed before the exact discrete samplers and record-keyed partitions "
+                "(issue 38); the paper-scale re-run is pending"),
+        unchanged=frozenset({"diffprivlib_rf", "dpboost_original"}),
+    ),
+)
+
+
+def _row_times(frame: pd.DataFrame) -> pd.Series:
+    """Each row's ``timestamp`` as UTC (NaT where there is none: counts as before)."""
+    if "timestamp" not in frame.columns:
+        return pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns, UTC]")
+    return pd.to_datetime(frame["timestamp"], utc=True, errors="coerce", format="ISO8601")
+
+
+def stale_rows(frame: pd.DataFrame, changes: tuple[NumbersChange, ...] = NUMBER_CHANGES
+               ) -> pd.Series:
+    """Boolean mask of the rows some change in ``changes`` made stale."""
+    mask = pd.Series(False, index=frame.index)
+    if frame.empty or "algorithm" not in frame.columns:
+        return mask
+    times = _row_times(frame)
+    algorithms = frame["algorithm"].astype(str)
+    for change in changes:
+        hit = {a: change.affects(a) for a in algorithms.unique()}
+        before = times.isna() | (times < pd.Timestamp(change.since_time))
+        mask |= algorithms.map(hit).astype(bool) & before
+    return mask
+
+
+def stale_summary(frame: pd.DataFrame) -> str:
+    """One line for a report section: how many rows are stale and why ("" when none)."""
+    mask = stale_rows(frame)
+    if not mask.any():
+        return ""
+    n, total = int(mask.sum()), len(frame)
+    latest = NUMBER_CHANGES[-1]
+    return (f"{n:,} of {total:,} rows stale: {latest.reason} "
+            f"(`make reproduce-all RUN_ARGS=\"--recompute-before {latest.since}\"` "
+            "recomputes them)")

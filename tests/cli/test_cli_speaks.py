@@ -1,0 +1,94 @@
+"""Commands that speak (issue 42): flags read as flags, Ctrl-C exits 130, ``show`` wraps
+its notes, numbers are written out, ``report`` shows progress and ends with its files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from dpexp.cli import app
+from dpexp.cli.experiments import wrap_yaml_line
+from dpexp.paths import project_root
+from dpexp.render.numbers import mean_std, plain
+
+COMMANDS = ([], ["run"], ["render"], ["report"], ["list"], ["plan"], ["datasets", "download"],
+            ["datasets", "info"], ["audit"])
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "dpexp")
+def test_help_shows_flags_as_flags(command):
+    res = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    assert "<bool>" not in res.output and "--help" in res.output
+
+
+def test_ctrl_c_in_a_command_exits_130(monkeypatch):
+    import dpexp.experiments.spec as spec
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spec, "resolve", interrupted)
+    res = CliRunner().invoke(app, ["show", "fig2"])
+    assert res.exit_code == 130 and "interrupted" in res.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "codes"), [(signal.SIGINT, {130}), (signal.SIGTERM, {143, -15})])
+def test_a_signalled_run_exits_with_the_shell_code(tmp_path, sig, codes):
+    """A real run (synthetic data) interrupted after it has started computing."""
+    cmd = [sys.executable, "-m", "dpexp.cli", "run", "fletcher-fig7", "--scale", "paper", "--jobs", "1",
+           "--no-render", "--results-dir", str(tmp_path / "r"), "--figures-dir", str(tmp_path / "f")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "r" / "cache").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)  # the run is computing once its cache folder exists
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode in codes, stderr[-2000:]
+
+
+def test_show_wraps_its_notes():
+    res = CliRunner().invoke(app, ["show", "fig2"], env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    body = res.output.splitlines()[2:]  # after the alias and title lines
+    assert body and max(len(line) for line in body) <= 120
+
+
+def test_a_folded_spec_line_is_still_yaml():
+    import yaml
+
+    line = "  note: '" + "word " * 60 + "end'"
+    folded = wrap_yaml_line(line, 80)
+    assert max(map(len, folded.splitlines())) <= 80
+    assert yaml.safe_load(folded) == yaml.safe_load(line)
+
+
+def test_numbers_are_written_out():
+    assert mean_std(812_345.6, 13.24) == "812,300 ± 13"  # not 8.123e+05 ± 13
+    assert plain(1e6) == "1,000,000" and plain(0.24012) == "0.2401" and plain(59535, 6) == "59,535"
+    assert plain(0.25, 3, sign=True) == "+0.25" and plain(2.5e-6) == "2.5e-06"
+
+
+def test_report_shows_progress_and_ends_with_its_files(tmp_path):
+    committed = project_root() / "results" / "xgbdp-fig2" / "results-paper.csv.gz"
+    if not committed.exists():
+        pytest.skip("the committed xgbdp-fig2 table is not in this checkout")
+    r, f = tmp_path / "results", tmp_path / "figures"
+    (r / "xgbdp-fig2").mkdir(parents=True)
+    shutil.copy(committed, r / "xgbdp-fig2")
+    res = CliRunner().invoke(app, ["report", "--results-dir", str(r), "--figures-dir", str(f)],
+                             env={**os.environ, "COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "[1/" in res.output and "xgbdp-fig2" in res.output
+    tail = res.output.strip().splitlines()[-4:]
+    assert [line.split("/")[-1] for line in tail[:3]] == ["REPORT.md", "report.html", "summary.json"]
+    assert tail[-1].startswith("re-rendered 1 figure under")
