@@ -25,6 +25,8 @@ import yaml
 import dpexp
 import dpexp.papers
 from dpexp import registry
+from dpexp.errors import BudgetExceededError
+from dpexp.privacy import BudgetAccountant, seeded_noise
 
 ROOT = Path(dpexp.__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "dp_stump_paper"
@@ -87,8 +89,11 @@ def test_an_entry_point_may_name_the_manifest_object(site, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     ep = importlib.metadata.EntryPoint(name="dp_stump", value="dp_stump_paper:MANIFEST",
                                        group=registry.ENTRY_POINT_GROUP)
+    installed = importlib.metadata.EntryPoints([ep])
+    # numba asks for every group (group=None) on its first compile in the process
     monkeypatch.setattr(registry.importlib.metadata, "entry_points",
-                        lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [])
+                        lambda group=None: installed if group is None
+                        else installed.select(group=group))
     registry.refresh()
     try:
         info = registry.get_algorithm("dp_stump")
@@ -121,3 +126,29 @@ def test_a_paper_package_inside_dpexp_papers_is_discovered(tmp_path, monkeypatch
         for name in [m for m in sys.modules if m.startswith("dpexp.papers.dp_stump_intree")]:
             del sys.modules[name]
         registry.refresh()
+
+
+def test_the_example_estimator_meets_the_common_contract(monkeypatch):
+    """The README's example takes a BudgetAccountant across fits and has predict_proba, as
+    the common estimator test asks of every registered estimator (issue 44)."""
+    monkeypatch.syspath_prepend(str(PACKAGE.parent))
+    try:
+        from dp_stump_paper.estimators import DPStumpClassifier  # on the path from here on
+
+        rng = np.random.default_rng(0)
+        X = rng.random((400, 3))
+        y = (X[:, 0] > 0.5).astype(int)
+        budget = BudgetAccountant(epsilon=3.0)
+        est = DPStumpClassifier(epsilon=1.0, feature_domain=[[0.0, 1.0]] * 3, classes=[0, 1],
+                                random_state=0, noise_rng=seeded_noise(0), accountant=budget)
+        proba = est.fit(X, y).predict_proba(X)
+        assert proba.shape == (400, 2)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+        np.testing.assert_array_equal(est.predict(X), est.classes_[proba.argmax(axis=1)])
+        assert budget.total_spent[0] == pytest.approx(est.accountant_.epsilon_spent) == 1.0
+        est.fit(X, y).fit(X, y)  # 3 of 3 spent
+        with pytest.raises(BudgetExceededError):
+            est.fit(X, y)
+    finally:
+        for name in [m for m in sys.modules if m.startswith("dp_stump_paper")]:
+            del sys.modules[name]

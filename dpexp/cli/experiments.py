@@ -16,14 +16,19 @@ from dpexp.cli._common import ResultsDir, dirs, err, guarded, out
 def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
     """Per scale: cells of the spec's grid (seed 0), how many of them are done, and every
     done cell (all seeds and overrides), from the cache and the committed results alike
-    (the same source as ``results``/``render``/``report``)."""
+    (the same cells as ``results``/``render``/``report``: ``results.cached_keys``), as
+    cell digests; a committed table's come from its index when it matches the table."""
+    # lazy: committed imports pandas (~0.25 s), which the other commands of this module skip
     from dpexp.experiments.cells import expand
-    from dpexp.experiments.results import cached_keys
+    from dpexp.experiments.committed import cached_digests, committed_digests
 
     counts = {}
     for sc in ("smoke", "paper"):
-        grid = {c.key for c in expand(spec.at_scale(sc), sc)}
-        done = cached_keys(spec, sc, rdir)
+        scaled = spec.at_scale(sc)
+        grid = {c.digest for c in expand(scaled, sc)}
+        # as cached_keys: the spec at the scale only when the spec has settings for it
+        own = scaled if (spec.raw.get("scales") or {}).get(sc) else spec
+        done = cached_digests(own, sc, rdir) | committed_digests(own, sc, rdir)
         counts[sc] = {"grid": len(grid), "grid_cached": len(grid & done), "cached": len(done)}
     return counts
 

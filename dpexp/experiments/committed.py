@@ -18,6 +18,7 @@ adopted as grid cells (:func:`adopt_committed` matches the grid's keys only).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -29,12 +30,12 @@ import pandas as pd
 
 from dpexp.experiments import cache
 from dpexp.experiments.cells import Cell, canonical_json, expand, format_epsilon
-from dpexp.experiments.noise import row_noise
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = [
-    "adopt_committed", "committed_payloads", "keep_committed_rows", "row_key", "table_path",
+    "adopt_committed", "cached_digests", "committed_digests", "committed_payloads", "index_path",
+    "keep_committed_rows", "key_digest", "read_index", "row_key", "table_index", "table_path",
     "write_table", "write_table_text",
 ]
 
@@ -64,14 +65,100 @@ def write_table(frame: pd.DataFrame, results_dir: Path, experiment: str, scale: 
 
 def write_table_text(out: Path, text: str) -> None:
     """Write a table's CSV text atomically; gzip without a timestamp for ``.gz`` (the same
-    text always gives the same bytes)."""
+    text always gives the same bytes). A ``.gz`` table (committed) gets its index beside it
+    (:func:`table_index`), written after the table."""
     if out.suffix != ".gz":
         cache.atomic_write_text(out, text)
         return
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
         gz.write(text.encode())
-    cache.atomic_write_bytes(out, buf.getvalue())
+    data = buf.getvalue()
+    cache.atomic_write_bytes(out, data)
+    write_index(out, data)
+
+
+def index_path(table: Path) -> Path:
+    """``results/EXP/results-SCALE.index.json`` beside ``results-SCALE.csv.gz``."""
+    name = table.name.removesuffix(".gz").removesuffix(".csv")
+    return table.with_name(f"{name}.index.json")
+
+
+def key_digest(key: str) -> str:
+    """The digest of a cell key (:attr:`Cell.digest`: the cache's file name)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def table_index(data: bytes, name: str) -> dict[str, Any]:
+    """The index of a committed table's bytes: their sha256, the row count, the seeds and
+    the digest of every cell key the table holds (sorted), so ``dpexp list`` counts cells
+    without reading the table (it uses the index only while the sha256 matches)."""
+    groups = _read_rows(io.BytesIO(data), compression="gzip" if name.endswith(".gz") else None,
+                        name=name)
+    rows = sum(len(r) for r in groups.values())
+    seeds = sorted({int(r[0]["seed"]) for r in groups.values()})
+    return {"table": name, "sha256": hashlib.sha256(data).hexdigest(), "rows": rows,
+            "cells": len(groups), "seeds": seeds, "digests": sorted(map(key_digest, groups))}
+
+
+def write_index(table: Path, data: bytes | None = None) -> Path:
+    """Write the index of ``table`` (its bytes ``data``, read when not given); the same
+    table always gives the same index bytes. A table without the cell columns gets none."""
+    data = table.read_bytes() if data is None else data
+    out = index_path(table)
+    try:
+        index = table_index(data, table.name)
+    except ValueError:  # not a dpexp results table (no cell columns): nothing to index
+        out.unlink(missing_ok=True)
+        return out
+    cache.atomic_write_text(out, json.dumps(index, indent=0, sort_keys=True) + "\n")
+    return out
+
+
+def read_index(table: Path) -> dict[str, Any] | None:
+    """The index of ``table`` if it describes the table's current bytes, else None (absent,
+    unreadable or stale: the caller reads the table)."""
+    try:
+        index = json.loads(index_path(table).read_text())
+        if index.get("sha256") != hashlib.sha256(table.read_bytes()).hexdigest():
+            return None
+        return index if isinstance(index.get("digests"), list) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
+    """Digests of the cells :func:`committed_payloads` (every seed) returns: the table's
+    cells (a ``cells_from`` spec: those of its grid), from the index when it matches the
+    table, else from the table itself."""
+    path = table_path(results_dir, spec.cells_id, scale)
+    if not path.exists():
+        return set()
+    index = read_index(path)
+    if index is None:
+        return {key_digest(p["key"]) for p in committed_payloads(spec, scale, results_dir)}
+    digests = set(index["digests"])
+    if spec.cells_from:
+        digests &= {c.digest for seed in index["seeds"] for c in expand(spec, scale, int(seed))}
+    return digests
+
+
+def cached_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
+    """Digests of the cache's cells of ``spec`` (every seed; a ``cells_from`` spec: those
+    of its grid), as ``dpexp.experiments.results._own_cells`` reads them."""
+    payloads = []
+    for path in cache.cell_files(results_dir, spec.cells_id, scale):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and "cell" in data and "rows" in data and "key" in data:
+            payloads.append(data)
+    if spec.cells_from:
+        seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
+        grid = {c.key for seed in seeds for c in expand(spec, scale, seed)}
+        payloads = [p for p in payloads if p["key"] in grid]
+    return {key_digest(p["key"]) for p in payloads}
 
 
 def _key(values: dict[str, Any]) -> str:
@@ -102,18 +189,24 @@ def _clean(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _read_rows(path: Path) -> dict[str, list[dict[str, Any]]]:
+def _read_rows(path: Path | io.BytesIO, compression: str | None = "infer",
+               name: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """Committed rows grouped by cell key."""
+    # lazy: dpexp.privacy imports scikit-learn (~1 s), which `dpexp list` never needs
+    from dpexp.experiments.noise import row_noise
+
     # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
-    frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object}, low_memory=False)
+    frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object},
+                        low_memory=False, compression=compression)
     if frame.empty:
         return {}
+    where = name or path
     for col in _TEXT_COLUMNS:  # CSV writes "" as an empty field, read back as NaN
         if col in frame.columns:
             frame[col] = frame[col].astype(object).fillna("")
     missing = [c for c in CELL_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: not a dpexp results table (no column(s) {missing})")
+        raise ValueError(f"{where}: not a dpexp results table (no column(s) {missing})")
     records = frame.to_dict("records")
     out: dict[str, list[dict[str, Any]]] = {}
     for rec in records:

@@ -15,6 +15,9 @@ import yaml
 
 from dpexp.errors import SpecError, UnknownNameError
 
+#: libyaml's safe loader where PyYAML was built with it (several times faster), else PyYAML's.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 SCALES = ("smoke", "paper")
 _TOP_KEYS = {
     "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
@@ -558,7 +561,7 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
 
 def load_spec_file(path: Path) -> ExperimentSpec:
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path.name}: not valid YAML: {exc}") from None
     return parse_spec(raw, path)

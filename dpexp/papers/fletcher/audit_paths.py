@@ -473,7 +473,9 @@ def _float_targets(broken: bool) -> list[AuditTarget]:
             "how far below the 2^-52 grid the lowest bit of the released count of the canary's "
             "class lies (exact bits)" + (
                 " -- BROKEN: numpy float Laplace counts, the old empty-leaf uniform" if broken else ""),
-            paths=("float bits",), expected_to_pass=not broken, quick=600))
+            # 1,000 draws: the secure twin's leak (about 0.23 vs 0) then bounds near 2.4,
+            # well clear of the claim whatever the fresh entropy gives
+            paths=("float bits",), expected_to_pass=not broken, quick=1000))
     return out
 
 

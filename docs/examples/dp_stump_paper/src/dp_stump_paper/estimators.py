@@ -1,6 +1,6 @@
 """DPStumpClassifier: a depth-1 tree whose split is drawn from the public feature domain
-(no data used) and whose two leaves release noisy class counts (Laplace, sensitivity 1,
-disjoint records: parallel composition, epsilon in all)."""
+(no data used) and whose two leaves release noisy class counts (exact discrete Laplace,
+sensitivity 1, disjoint records: parallel composition, epsilon in all)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,22 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.privacy import Accountant
+from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.public import public_classes
-from dpexp.privacy.randomness import estimator_streams, spawn_generators
+from dpexp.privacy.randomness import estimator_streams
 
 
 class DPStumpClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, epsilon=1.0, feature_domain=None, classes=None, random_state=None,
-                 noise_rng=None):
+                 noise_rng=None, accountant=None):
         self.epsilon = epsilon
         self.feature_domain = feature_domain
         self.classes = classes
         self.random_state = random_state
         self.noise_rng = noise_rng
+        self.accountant = accountant  # a BudgetAccountant across fits (None: none)
 
+    @charges_budget  # checks `accountant` before the fit, charges what the fit spent after
     def fit(self, X, y):
         X, y = validate_data(self, X, y)
         self.classes_ = public_classes(y, self.classes)
@@ -38,7 +41,7 @@ class DPStumpClassifier(ClassifierMixin, BaseEstimator):
         self.threshold_ = float(structure.uniform(lo, hi))
         left = X[:, self.feature_] <= self.threshold_
         codes = np.searchsorted(self.classes_, y)
-        (noise,) = spawn_generators(streams.noise, 1)
+        noise = streams.noise_generator()
         counts = []
         with acc.parallel("two leaves"):
             for side in (left, ~left):
@@ -50,8 +53,17 @@ class DPStumpClassifier(ClassifierMixin, BaseEstimator):
         self.accountant_ = acc
         return self
 
-    def predict(self, X):
+    def predict_proba(self, X):
+        """The leaf's noisy class counts, clipped at 0 and normalised (post-processing);
+        uniform where every count is clipped."""
         check_is_fitted(self, "leaf_counts_")
         X = validate_data(self, X, reset=False)
+        counts = np.maximum(self.leaf_counts_, 0).astype(float)
+        totals = counts.sum(axis=1, keepdims=True)
+        proba = np.where(totals > 0, counts / np.where(totals > 0, totals, 1.0),
+                         1.0 / len(self.classes_))
         leaf = (X[:, self.feature_] > self.threshold_).astype(int)
-        return self.classes_[np.argmax(self.leaf_counts_[leaf], axis=1)]
+        return proba[leaf]
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
