@@ -174,8 +174,8 @@ ORIGINAL_SPEC = "dpboost-fig2"
 def fig2_fold(name: str):
     """(dataset, training rows of fold 0, DPBoost's params) of Fig. 2 at paper scale: the
     rows the committed cells and the peer column (``peers/dpboost_original.py``) train on."""
-    from dpexp.experiments.runner import load_for_cell, split_indices
-    from dpexp.experiments.spec import resolve
+    from dpexp.experiments.catalog import resolve
+    from dpexp.experiments.execute import load_for_cell, split_indices
 
     spec = resolve(ORIGINAL_SPEC).at_scale("paper")
     ref = next(d for d in spec.datasets if d.name == name)

@@ -56,6 +56,30 @@ PUBLIC_PARAMS = (
 
 
 @dataclass(frozen=True)
+class TreeParams:
+    """Which estimator parameters count an algorithm's trees and set their depth (None: it
+    has no such parameter). Declared in the manifest, read by the runner's warm-up and the
+    plan, so neither guesses parameter names."""
+
+    #: The number of trees (``n_trees``, ``n_estimators``).
+    trees: str | None = None
+    #: Trees per ensemble when the trees come in ensembles (DPBoost's ``trees_per_ensemble``).
+    per_ensemble: str | None = None
+    #: The depth of a tree (``max_depth``, ``depth``).
+    depth: str | None = None
+
+    @property
+    def counts(self) -> tuple[str, ...]:
+        """The parameters that count trees."""
+        return tuple(p for p in (self.trees, self.per_ensemble) if p)
+
+    def tree_count(self, params: dict[str, Any]) -> int | None:
+        """The number of trees ``params`` grow (None when not a positive integer given)."""
+        n = params.get(self.trees) if self.trees else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
+@dataclass(frozen=True)
 class AlgorithmInfo:
     """One registered algorithm.
 
@@ -75,6 +99,8 @@ class AlgorithmInfo:
     not_dp: str | None = None
     #: Optional packages the estimator imports at fit time (checked before a run starts).
     requires: tuple[str, ...] = ()
+    #: Its tree-count and depth parameters.
+    tree_params: TreeParams = field(default_factory=TreeParams)
 
     def estimator_class(self, task: str):
         if task not in self.targets:
@@ -99,7 +125,7 @@ class PaperManifest:
     * ``procedures``: ``{name: "module:function"}`` (or the function); see
       :mod:`dpexp.experiments.procedures` for the procedure contract.
     * ``audit_targets`` / ``broken_audit_targets``: references (``"module:ATTR"``, resolved
-      on first use) to lists of :class:`dpexp.privacy.audit.AuditTarget` -- the end-to-end
+      on first use) to lists of :class:`dpexp.audit.targets.AuditTarget` -- the end-to-end
       audit of its private estimators, and the deliberately broken variants the audit
       must flag.
     * ``common_test_params``: ``{algorithm name: small params}`` for the common estimator

@@ -97,7 +97,7 @@ def obtainable(name: str, source: RealData) -> bool:
     """Whether dataset ``name`` can be loaded in this session by any process (a CLI run in
     a subprocess or a worker too, where the in-process guard of ``fetch_file`` does not
     reach): synthetic or already cached, else served by the shared copies or the network."""
-    from dpexp.experiments.plan import dataset_available
+    from dpexp.experiments.environment import dataset_available
 
     return source.mode in ("shared", "network") or dataset_available(name)
 
@@ -121,7 +121,7 @@ def _session_source() -> RealData:
 
 def require_spec_data(experiment: str, scale: str = "smoke") -> None:
     """:func:`require_datasets` over the datasets an experiment runs at ``scale``."""
-    from dpexp.experiments.spec import resolve
+    from dpexp.experiments.catalog import resolve
 
     require_datasets(*(d.name for d in resolve(experiment).at_scale(scale).datasets))
 
@@ -218,3 +218,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         terminalreporter.section(f"{REQUIRE_ENV}: tests skipped for want of data (session fails)")
         for line in _DATA_SKIPS:
             terminalreporter.line(line)
+
+
+#: The runner tests' tiny experiment: synthA, a DP forest and Breiman's forest, 2 folds,
+#: two epsilons, 300 rows at smoke scale (each test file changes what it needs).
+TINY_SPEC = {
+    "paper": "test", "artefact": "Figure 0", "kind": "figure", "caption": "c",
+    "datasets": ["synthA"],
+    "algorithms": [
+        {"name": "fletcher_forest", "label": "DP forest", "params": {"n_trees": 3}},
+        {"name": "breiman_rf", "label": "RF", "params": {"n_estimators": 5}},
+    ],
+    "epsilons": [1.0, 3.0], "cv": {"folds": 2}, "metrics": ["accuracy"],
+    "plot": {"x": "epsilon", "y": "accuracy"},
+    "scales": {"smoke": {"max_rows": 300}},
+}
+
+
+def tiny_spec(spec_id: str, **changes) -> dict:
+    """:data:`TINY_SPEC` under the id ``spec_id``, with top-level keys replaced by ``changes``."""
+    return {"id": spec_id, **TINY_SPEC, **changes}

@@ -64,3 +64,15 @@ def test_import_failure_counts_a_broken_install_as_unavailable(tmp_path, monkeyp
     assert import_failure("json") is None
     assert import_failure("dpexp_no_such_package").startswith("ModuleNotFoundError")
     assert import_failure("dpexp_broken_optional") == "ImportError: cannot import DOUBLE"
+
+
+def test_declared_tree_parameters_are_parameters_of_the_estimator():
+    """The plan and the warm-up read the manifest's tree parameters; a misspelt one would
+    silently scale nothing."""
+    from dpexp.registry import accepted_params, all_algorithms
+
+    for name, info in all_algorithms().items():
+        tp = info.tree_params
+        declared = {p for p in (tp.trees, tp.per_ensemble, tp.depth) if p}
+        assert declared <= accepted_params(name), (name, declared - accepted_params(name))
+        assert tp.trees or not tp.per_ensemble, name  # ensembles of trees need a tree count

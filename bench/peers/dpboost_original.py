@@ -53,7 +53,7 @@ import json
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
+import time
 from pathlib import Path
 
 import numpy as np
@@ -305,15 +305,21 @@ def peer_cells(spec, scale: str, datasets: list[str] | None, settings: list[str]
                             label=f"DPBoost (original, {setting})", algorithm=ALGORITHM,
                             procedure=None, params=params, epsilon=float(eps), fold=fold,
                             repeat=rep, n_folds=n_folds, seed=seed,
-                            data_version=dataset_version(ref.name),
+                            data_version=dataset_version(ref.name), cv=spec.cv,
+                            max_rows=spec.max_rows(scale),
+                            metrics=tuple(sorted(spec.metrics_for(task))),
                         )
 
 
 def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: str | None):
-    from dpexp.experiments import cache
-    from dpexp.experiments.cells import canonical_json
-    from dpexp.experiments.runner import git_revision, load_for_cell, split_indices
+    """Train the authors' build on the cell's fold and cache its rows through dpexp's
+    results layer (the runner's schema, ``wall_seconds`` included)."""
+    from dpexp.experiments.environment import git_revision
+    from dpexp.experiments.execute import load_for_cell, split_indices
+    from dpexp.experiments.noise import PEER_NOISE
+    from dpexp.experiments.rows import CellOutcome, result_rows, write_cell_rows
 
+    started = time.perf_counter()
     ds = load_for_cell(cell.dataset, spec.max_rows(cell.scale), cell.seed, mirror)
     tr, te = split_indices(ds, spec.cv, cell.fold, cell.repeat, cell.seed)
     setting = cell.params["setting"]
@@ -323,22 +329,19 @@ def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: st
     raw, seconds, staged = train_original(root, python, branch_for(setting, ds.task), params,
                                           ds.X[tr], fork_targets(ds, ds.y[tr]), ds.X[te], steps)
     values = metric_values(ds, spec, raw, ds.y[te], setting)
-    curve = staged_values(ds, spec, staged, steps, ds.y[te])
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    rows = [{
-        "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
-        "algorithm": ALGORITHM, "label": cell.label,
-        "params": canonical_json(cell.params),
-        "epsilon": cell.epsilon, "epsilon_spent": float("nan"), "delta_spent": float("nan"),
-        "private": False, "not_dp_reason": not_dp_reason(setting, ds.task),
-        "domain_source": str(getattr(ds, "domain_source", "")),
-        "data_version": cell.data_version, "fold": cell.fold,
-        "repeat": cell.repeat, "seed": cell.seed, "metric": metric, "metric_kind": "metric",
-        "step": step, "value": value, "fit_seconds": seconds, "n_train": int(len(tr)),
-        "n_test": int(len(te)), "dpexp_version": "peer:QinbinLi/DPBoost",
-        "git_revision": git_revision(), "timestamp": stamp,
-    } for metric, step, value in [*((m, None, v) for m, v in values.items()), *curve]]
-    cache.write_cell(results_dir, cell, {"cell": cell.to_dict(), "rows": rows})
+    curve: dict[str, dict[int, float]] = {}
+    for metric, step, value in staged_values(ds, spec, staged, steps, ds.y[te]):
+        curve.setdefault(metric, {})[step] = value
+    # the fork neither spends through an accountant nor reports its spend: NaN, not private
+    out = CellOutcome(values={**values, **curve}, fit_seconds=seconds,
+                      not_dp_reason=not_dp_reason(setting, ds.task), noise=PEER_NOISE)
+    wall = time.perf_counter() - started
+    rows = result_rows(cell, out, n_train=int(len(tr)), n_test=int(len(te)),
+                       domain_source=str(getattr(ds, "domain_source", "")),
+                       provenance={"dpexp_version": "peer:QinbinLi/DPBoost",
+                                   "git_revision": git_revision()},
+                       wall_seconds=wall)
+    write_cell_rows(results_dir, cell, rows, ledger=None, wall_seconds=wall)
     return values
 
 
@@ -378,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         build_original(args.build, args.original, args.build_jobs)
 
     from dpexp.experiments import cache
-    from dpexp.experiments.spec import resolve
+    from dpexp.experiments.catalog import resolve
 
     python = args.python or args.original / "venv" / "bin" / "python"
     for need in (python, DRIVER, *(args.original / b / "python-package" for b in ("bin", "reg"))):

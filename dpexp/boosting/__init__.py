@@ -1,3 +1,3 @@
-"""Boosting helpers shared by the paper packages: binary labels (:mod:`.labels`), GBDT
-engine pieces shared by DPBoost, XGBoost-DP, InPrivate and the Gaussian BDT
-(:mod:`.gbdt`)."""
+"""Boosting pieces shared by the paper packages: the fit skeleton of every boosted
+estimator (:mod:`.base`), binary labels (:mod:`.labels`), GBDT engine pieces shared by
+DPBoost, XGBoost-DP, InPrivate and the Gaussian BDT (:mod:`.gbdt`)."""

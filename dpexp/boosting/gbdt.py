@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted
 
 from dpexp.privacy.public import DataDependentDomainWarning, warn_outside_package
 from dpexp.trees.binning import BinMapper, fit_bin_mapper
@@ -131,15 +132,11 @@ class ScaledScoreRegressorMixin:
 
     def predict(self, X) -> np.ndarray:
         """Predictions on the original label scale."""
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "trees_")
         return unscale_labels(self._decision(X), *self.label_domain_)
 
     def staged_predict(self, X) -> Iterator[np.ndarray]:
         """Predictions on the original label scale after each tree."""
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "trees_")
         for F in self._staged_decision(X):
             yield unscale_labels(F, *self.label_domain_)

@@ -8,6 +8,7 @@ the only record of a class changes neither ``classes_`` nor the shape of any out
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from dpexp.privacy.public import public_classes
 
@@ -79,15 +80,16 @@ class BinaryScoreClassifierMixin:
         return self._decision(X)
 
     def predict(self, X) -> np.ndarray:
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "trees_")
         return labels_from_score(self.classes_, self._decision(X))
 
     def staged_predict(self, X):
         """Predicted classes after each tree of the ensemble."""
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "trees_")
         for F in self._staged_decision(X):
             yield labels_from_score(self.classes_, F)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary only
+        return tags

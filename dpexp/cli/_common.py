@@ -16,6 +16,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from dpexp.errors import DpexpError
+from dpexp.paths import default_figures_dir, default_results_dir
 
 DEFAULT_EXPERIMENT = "quickstart"
 SCALES = ("smoke", "paper")
@@ -151,7 +152,6 @@ def parse_epsilons(value: str | None) -> list[float] | None:
 
 def dirs(results_dir: Path | None, figures_dir: Path | None) -> tuple[Path, Path]:
     """The results and figures directories, defaulting to the project's."""
-    from dpexp.paths import default_figures_dir, default_results_dir
 
     return (results_dir or default_results_dir(), figures_dir or default_figures_dir())
 
@@ -159,6 +159,7 @@ def dirs(results_dir: Path | None, figures_dir: Path | None) -> tuple[Path, Path
 def filters(dataset: list[str] | None, algorithms: str | None, epsilons: str | None,
             seeds: list[int] | None):
     """The run-style selection options as a ResultFilter (None where not given)."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.results import ResultFilter
 
     algos = parse_list(algorithms, "--algorithms")

@@ -22,6 +22,7 @@ def _usage(target: str, params: dict) -> dict:
 @guarded
 def list_algorithms(as_json: Annotated[bool, typer.Option("--json")] = False):
     """Every registered algorithm."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.registry import all_algorithms
 
     rows = [{"name": a.name, "private": a.private, "tasks": list(a.targets), "paper": a.paper,

@@ -1,12 +1,157 @@
-"""``dpexp audit``: empirical lower bounds on epsilon (dpexp.privacy.audit does the work)."""
+"""``dpexp audit``: empirical lower bounds on epsilon (:mod:`dpexp.audit` does the work).
+
+:func:`cli_audit` is the only implementation of the command (the typer command
+:func:`audit` parses and calls it): it selects the targets, runs them
+(:func:`dpexp.audit.run.run_target`), prints one line per target and the summary of
+``--all`` (or ``--json``), and returns the exit code.
+"""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
+import numpy as np
 import typer
 
+from dpexp.audit.catalogue import (
+    audit_targets,
+    get_audit_target,
+    missing_requirements,
+    target_source,
+)
+from dpexp.audit.targets import AuditResult, AuditTarget, check_samples
 from dpexp.cli._common import guarded
+from dpexp.errors import DpexpError, check_epsilon
+
+__all__ = ["AuditUsageError", "audit", "cli_audit"]
+
+
+class AuditUsageError(DpexpError, ValueError):
+    """Bad input to ``dpexp audit`` (printed by the CLI as one line, exit code 2).
+
+    Also a ``ValueError``, so library callers of :func:`cli_audit` can catch it as one.
+    """
+
+
+def _select_targets(name: str | None, all_targets: bool, broken: bool) -> list[AuditTarget]:
+    if all_targets == (name is not None):
+        raise AuditUsageError("give either a target NAME or --all.")
+    if all_targets:
+        return list(audit_targets(broken=broken).values())
+    assert name is not None
+    return [get_audit_target(name, broken=True if broken else None)]
+
+
+def _check_cli_inputs(
+    epsilon: float | None, samples: int | None, seed: int, all_targets: bool
+) -> tuple[float | None, int | None]:
+    """Validate the command's numbers; every message names the option."""
+    if epsilon is not None:
+        if all_targets:
+            raise AuditUsageError(
+                "--epsilon applies to one target; with --all every target is audited at "
+                "its own claimed epsilon."
+            )
+        try:
+            epsilon = check_epsilon(epsilon)
+        except ValueError as exc:
+            raise AuditUsageError(f"--epsilon: {exc}.") from None
+    if samples is not None:
+        try:
+            samples = check_samples(samples)
+        except ValueError as exc:
+            raise AuditUsageError(f"--samples: {exc}.") from None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise AuditUsageError(f"--seed must be an integer >= 0, got {seed!r}.")
+    return epsilon, samples
+
+
+def _exit_code(results: Sequence[AuditResult], all_targets: bool) -> int:
+    """1 when the audit found what it must report, else 0.
+
+    One target: 1 when its bound exceeds the claim (whatever was expected of it: a
+    script asking "is this private?" gets "no"). ``--all``: 1 only on an unexpected
+    outcome (a correct target flagged, or a known-unprivate/broken one not flagged).
+    """
+    if all_targets:
+        return 0 if all(r.as_expected for r in results) else 1
+    return 0 if results[0].passed else 1
+
+
+def _summary(results: Sequence[AuditResult], seconds: float) -> str:
+    unexpected = [r.name for r in results if not r.as_expected]
+    flagged = sum(1 for r in results if not r.passed and r.as_expected)
+    passed = sum(1 for r in results if r.passed and r.as_expected)
+    end_to_end = sum(1 for r in results if r.kind == "end-to-end")
+    tail = f"; UNEXPECTED: {', '.join(unexpected)}" if unexpected else ""
+    return (
+        f"{len(results)} targets ({end_to_end} end-to-end): {passed} passed, {flagged} "
+        f"flagged as expected, {len(unexpected)} unexpected, in {seconds:.1f} s{tail}"
+    )
+
+
+def cli_audit(
+    name: str | None = None,
+    *,
+    all_targets: bool = False,
+    broken: bool = False,
+    epsilon: float | None = None,
+    samples: int | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    as_json: bool = False,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """``dpexp audit``: the only implementation of the command; returns its exit code.
+
+    ``dpexp audit NAME [--epsilon E] [--samples N] [--seed S] [--quick] [--json]`` audits
+    one target and returns 1 when its lower bound exceeds the claim. ``dpexp audit --all
+    [--quick] [--json]`` audits every registered target (mechanisms, demo, and the
+    end-to-end targets of every paper manifest) and returns 1 only on
+    an unexpected outcome; ``--broken`` selects the deliberately broken targets instead.
+    ``--quick`` uses each target's CI size (``quick_samples``), the default its full size.
+    ``--json`` prints one object (NAME) or a list (``--all``) with ``kind``,
+    ``algorithm``, ``claimed_epsilon``, ``epsilon_lower_bound``, ``outcome``, ...
+
+    Bad input raises :class:`AuditUsageError` (a ``DpexpError`` and ``ValueError`` naming
+    the option) or :class:`~dpexp.errors.UnknownNameError`; the CLI prints either as one
+    line and exits 2.
+    """
+    # lazy: dpexp.audit.run imports scipy and dpexp.privacy (numba, scikit-learn): `dpexp --help` stays fast
+    from dpexp.audit.run import run_target
+
+    epsilon, samples = _check_cli_inputs(epsilon, samples, seed, all_targets)
+    targets = _select_targets(name, all_targets, broken)
+    started = time.perf_counter()
+    results = []
+    skipped: list[dict[str, str]] = []
+    for target in targets:
+        missing = missing_requirements(target)
+        if missing:
+            note = f"needs the optional package(s) {', '.join(missing)}"
+            if not all_targets:
+                raise AuditUsageError(f"audit {target.name}: {note}; install them to run it.")
+            skipped.append({"name": target.name, "algorithm": str(target.algorithm),
+                            "outcome": f"skipped ({note})"})
+            if not as_json:
+                echo(f"{target.name}: skipped ({note})")
+            continue
+        result = run_target(target, epsilon=epsilon, samples=samples, seed=int(seed), quick=quick,
+                            source=target_source(target.name))
+        results.append(result)
+        if not as_json:
+            echo(result.summary_line())
+            echo(f"    event: {result.details.get('event')}  (datasets {result.details.get('pair')})")
+    if as_json:
+        payload = [r.to_dict() for r in results]
+        echo(json.dumps(payload + skipped if all_targets else payload[0], indent=2, default=str))
+    elif all_targets:
+        echo(_summary(results, time.perf_counter() - started)
+             + (f"; {len(skipped)} skipped for missing optional packages" if skipped else ""))
+    return _exit_code(results, all_targets)
 
 
 @guarded
@@ -26,10 +171,8 @@ def audit(
     not as private as claimed), even for targets known to be unprivate. With --all: exits
     1 only on unexpected outcomes (a correct target flagged, or a known-unprivate one
     not flagged). --json lists kind, algorithm, claim, lower bound and outcome.
-    Implemented by dpexp.privacy.audit.cli_audit.
+    Implemented by dpexp.cli.audit.cli_audit.
     """
-    from dpexp.privacy.audit import cli_audit
-
     code = cli_audit(name, all_targets=all_, broken=broken, epsilon=epsilon, samples=samples,
                      seed=seed, quick=quick, as_json=as_json, echo=typer.echo)
     raise typer.Exit(code)

@@ -20,7 +20,8 @@ def cluster_info(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ):
     """Workers, threads and memory of a dask cluster (the one `--backend dask` would use)."""
-    from dpexp.experiments.runner import dask_client
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.backends import dask_client
 
     with dask_client(scheduler, workers) as client:
         info = client.scheduler_info()

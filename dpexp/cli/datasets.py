@@ -11,6 +11,7 @@ from rich.table import Table
 
 from dpexp.cli._common import err, guarded, out
 from dpexp.errors import DpexpError
+from dpexp.paths import data_dir
 
 app = typer.Typer(help="List, download and inspect the registered datasets.", no_args_is_help=True)
 
@@ -19,6 +20,7 @@ app = typer.Typer(help="List, download and inspect the registered datasets.", no
 @guarded
 def datasets_list(as_json: Annotated[bool, typer.Option("--json")] = False):
     """Every registered dataset."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.datasets.registry import all_datasets
 
     rows = [
@@ -49,6 +51,7 @@ def datasets_download(
     mirror: Annotated[str | None, typer.Option("--mirror", help="Folder or http(s) URL holding <dataset>/<file> [env: DPEXP_DATA_MIRROR].")] = None,
 ):
     """Download (and verify) dataset files into the data cache."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.datasets import download
     from dpexp.datasets.registry import all_datasets, get_dataset_info
 
@@ -84,9 +87,9 @@ def datasets_info(
 
     Reads only the registry and the data directory unless --load is given.
     """
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.datasets import download, load_dataset
     from dpexp.datasets.registry import get_dataset_info
-    from dpexp.paths import data_dir
 
     info = get_dataset_info(name)
     loaded = load_dataset(name, progress=False).summary() if load else None  # before the file states

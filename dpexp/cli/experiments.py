@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dpexp.cli._common import ResultsDir, dirs, err, guarded, out
+from dpexp.errors import SpecError, UnknownNameError
 
 
 def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
@@ -25,10 +26,8 @@ def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
     counts = {}
     for sc in ("smoke", "paper"):
         scaled = spec.at_scale(sc)
-        grid = {c.digest for c in expand(scaled, sc)}
-        # as cached_keys: the spec at the scale only when the spec has settings for it
-        own = scaled if (spec.raw.get("scales") or {}).get(sc) else spec
-        done = cached_digests(own, sc, rdir) | committed_digests(own, sc, rdir)
+        grid = {c.view_digest for c in expand(scaled, sc)}
+        done = cached_digests(scaled, sc, rdir) | committed_digests(scaled, sc, rdir)
         counts[sc] = {"grid": len(grid), "grid_cached": len(grid & done), "cached": len(done)}
     return counts
 
@@ -45,7 +44,8 @@ def list_experiments(
     results_dir: ResultsDir = None,
 ):
     """Every experiment with its paper, artefact, size and cached cells."""
-    from dpexp.experiments.spec import load_catalog
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.catalog import load_catalog
 
     rdir, _ = dirs(results_dir, None)
     catalog = load_catalog()
@@ -78,7 +78,8 @@ def list_experiments(
 @guarded
 def show(experiment: Annotated[str, typer.Argument(help="Experiment id or alias.")]):
     """Show a spec (and which spec an alias resolves to)."""
-    from dpexp.experiments.spec import resolve
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.catalog import resolve
 
     spec = resolve(experiment)
     if experiment != spec.id:
@@ -113,10 +114,10 @@ def wrap_yaml_line(line: str, width: int) -> str:
 @guarded
 def validate():
     """Validate every experiment spec and the dataset registry."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.datasets.registry import all_datasets
-    from dpexp.errors import SpecError, UnknownNameError
+    from dpexp.experiments.catalog import alias_map, load_catalog
     from dpexp.experiments.procedures import get_procedure
-    from dpexp.experiments.spec import alias_map, load_catalog
     from dpexp.registry import get_algorithm
 
     reg = all_datasets()

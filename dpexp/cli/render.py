@@ -39,7 +39,8 @@ def render(
     figures_dir: FiguresDir = None,
 ):
     """Draw figures and tables from every cached cell (no recomputation)."""
-    from dpexp.experiments.spec import resolve
+    # lazy: dpexp.experiments and dpexp.render import pandas, scipy, matplotlib: `dpexp --help` stays fast
+    from dpexp.experiments.catalog import resolve
     from dpexp.render.render import render_experiment
 
     chosen = filters(dataset, algorithms, epsilons, seed)
@@ -66,9 +67,10 @@ def results(
     results_dir: ResultsDir = None,
 ):
     """Export the tidy results table (one row per cell x metric) of every cached cell."""
+    # lazy: dpexp.experiments and dpexp.render import pandas, scipy, matplotlib: `dpexp --help` stays fast
+    from dpexp.experiments.catalog import resolve
+    from dpexp.experiments.environment import check_writable
     from dpexp.experiments.results import cached_results
-    from dpexp.experiments.runner import check_writable
-    from dpexp.experiments.spec import resolve
 
     chosen = filters(dataset, algorithms, epsilons, seed)
     rdir, _ = dirs(results_dir, None)
@@ -94,6 +96,7 @@ def report(
 ):
     """Write results/REPORT.md and results/report.html (REPORT-smoke.md / report-smoke.html
     with --scale smoke) from the cache and the committed results (no recomputation)."""
+    # lazy: dpexp.experiments and dpexp.render import pandas, scipy, matplotlib: `dpexp --help` stays fast
     from dpexp.render.report import write_report
 
     rdir, fdir = dirs(results_dir, figures_dir)

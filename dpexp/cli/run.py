@@ -28,7 +28,7 @@ from dpexp.cli._common import (
     parse_epsilons,
     parse_list,
 )
-from dpexp.errors import DpexpError
+from dpexp.errors import DpexpError, UnknownNameError
 
 
 def _instant(value: str | None) -> datetime | None:
@@ -78,20 +78,23 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (a bar on a terminal, else a line every 30 s).")] = False,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments import runner as _runner
-    from dpexp.experiments.spec import resolve
+    from dpexp.experiments.catalog import resolve
+    from dpexp.experiments.environment import check_writable
+    from dpexp.experiments.spec import select
 
     if scheduler is not None and backend != "dask":
         raise DpexpError(f"--scheduler needs --backend dask (got --backend {backend}).")
     before = _instant(recompute_before)
     rdir, fdir = dirs(results_dir, figures_dir)
     full = resolve(experiment)
-    spec = _runner.select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
+    spec = select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
                           parse_epsilons(epsilons))
     # Outputs must be writable before hours of computing, not after.
-    _runner.check_writable(rdir, "results directory")
+    check_writable(rdir, "results directory")
     if not no_render:
-        _runner.check_writable(fdir, "figures directory")
+        check_writable(fdir, "figures directory")
     cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
                             scheduler=scheduler, force=force, recompute_before=before, progress=not quiet,
                             require_optional=require_optional, full_ledger=ledger)
@@ -106,9 +109,12 @@ def run(
                       highlight=False)
             return
     rep = _runner.run_experiment(spec, cfg)
+    shared = (f" ({rep.shared} the same cell as another series or experiment: computed once)"
+              if rep.shared else "")
     out.print(
         f"{spec.id} ({scale}, seed {seed}): {rep.total} cells, {rep.computed} computed, "
-        f"{rep.cached} from cache, {rep.seconds:.1f}s; results (every cached cell): {rep.results_path}",
+        f"{rep.cached} from cache{shared}, "
+        f"{rep.seconds:.1f}s; results (every cached cell): {rep.results_path}",
         highlight=False,
     )
     if rep.stale:
@@ -116,6 +122,7 @@ def run(
     if ledger:
         _write_ledgers(rep.spec, scale, rdir, seed)
     if not no_render:
+        # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
         from dpexp.render.render import render_experiment
 
         # render every cached cell of the experiment (not only this run's), so a run with
@@ -127,6 +134,7 @@ def run(
 
 def _write_ledgers(spec, scale: str, rdir, seed: int) -> None:
     """``--ledger``: the privacy ledgers of the run's cells as one JSON file."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.cache import atomic_write_text
     from dpexp.experiments.runner import ledger_entries
 
@@ -162,6 +170,7 @@ def plan(
     --jobs. With --all, one line per experiment and the totals; --algorithms then plans
     the experiments that have one of them.
     """
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.plan import make_plans
 
     if all_ == (experiment is not None):
@@ -189,9 +198,9 @@ def _plan_specs(experiment: str | None, scale: str, datasets: list[str] | None,
     EXPERIMENT) and ``--algorithms``, each experiment keeps the requested algorithms it has
     and one with none of them is skipped (returned by id). A name no experiment has is an
     error, as is a selection that leaves nothing."""
-    from dpexp.errors import UnknownNameError
-    from dpexp.experiments.runner import select
-    from dpexp.experiments.spec import all_specs, resolve
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.catalog import all_specs, resolve
+    from dpexp.experiments.spec import select
 
     if experiment is not None:
         full = resolve(experiment)
@@ -219,6 +228,7 @@ def _plan_specs(experiment: str | None, scale: str, datasets: list[str] | None,
 
 def _plan_json(plans, skipped: list[str]) -> dict:
     """``plan --all --json``: every experiment's plan, the totals and the skipped ids."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.plan import totals
 
     p0 = plans[0]
@@ -227,6 +237,7 @@ def _plan_json(plans, skipped: list[str]) -> dict:
 
 
 def _print_plan(p) -> None:
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.plan import format_seconds
 
     unknown = f" (+ {p.unestimated_cells} cells not estimated)" if p.unestimated_cells else ""
@@ -274,6 +285,7 @@ def _timing_basis(timed: int, fit_only: int, done: int) -> str:
 
 def _at_least(seconds: float, unknown_cells: int) -> str:
     """An estimate, with ``+`` when cells without an estimate come on top."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.plan import format_seconds
 
     return format_seconds(seconds) + ("+" if unknown_cells else "")
@@ -282,6 +294,7 @@ def _at_least(seconds: float, unknown_cells: int) -> str:
 def _print_all(plans) -> None:
     """One line per experiment (cells, done, to do, what the done cells took, the estimate
     of the rest, its basis), the totals, and why cells are not estimated."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.plan import counted, format_seconds, kinds_text, totals
 
     t = totals(plans)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpexp.datasets.weather import CATEGORICAL, FEATURE_NAMES, N_CATEGORIES, weather_temperature
 from dpexp.errors import DatasetError
 
 #: LIBSVM data wider than this stays sparse; narrower data is densified (float32).
@@ -202,12 +203,6 @@ def generate_synthetic(options: dict, params: dict, max_rows: int | None) -> Par
     elif gen == "make_regression":
         X, y = skd.make_regression(n_samples=n, random_state=seed, **opts)
     elif gen == "weather_temperature":
-        from dpexp.datasets.weather import (
-            CATEGORICAL,
-            FEATURE_NAMES,
-            N_CATEGORIES,
-            weather_temperature,
-        )
 
         w = weather_temperature(n_samples=n, seed=seed)
         # The generator's definition fixes the categories (sun, rain: 0/1), not the draw.

@@ -1,7 +1,10 @@
 """On-disk cache of finished cells: one JSON file per cell, written atomically.
 
-Layout: ``RESULTS/cache/EXP/SCALE/seed-S/<digest>.json`` (the cell's rows), and its
-privacy ledger beside it in ``seed-S/ledgers/<digest>.json``, written first so that the
+Layout: ``RESULTS/cache/EXP/SCALE/seed-S/<digest>-<view>.json`` (the cell's rows; the
+digest of its content key, :attr:`~dpexp.experiments.cells.Cell.key`, so a cell another
+experiment or series already computed is found by its file name and copied, never
+recomputed; then of where it is shown, :attr:`~dpexp.experiments.cells.Cell.view_key`), and its
+privacy ledger beside it in ``seed-S/ledgers/`` under the same name, written first so that the
 cell file is the commit marker. Keeping ledgers out of the cell files keeps reading
 thousands of cells (``dpexp results``/``render``) fast: a forest's ledger can be far
 larger than its rows.
@@ -33,17 +36,61 @@ def seed_dir(results_dir: Path, experiment: str, scale: str, seed: int) -> Path:
     return cache_dir(results_dir, experiment, scale) / f"seed-{int(seed)}"
 
 
+def cell_file_name(cell: Cell) -> str:
+    """``<content digest>-<view digest>.json``: found by its content across experiments
+    (:func:`shared_cells`), and one file per series even when two series of one experiment
+    run the same cell (a smoke scale can make their parameters equal)."""
+    return f"{cell.digest}-{cell.view_digest[:12]}.json"
+
+
 def cell_path(results_dir: Path, cell: Cell) -> Path:
-    return seed_dir(results_dir, cell.experiment, cell.scale, cell.seed) / f"{cell.digest}.json"
+    return seed_dir(results_dir, cell.experiment, cell.scale, cell.seed) / cell_file_name(cell)
 
 
 def ledger_path(results_dir: Path, cell: Cell) -> Path:
-    return seed_dir(results_dir, cell.experiment, cell.scale, cell.seed) / "ledgers" / f"{cell.digest}.json"
+    return seed_dir(results_dir, cell.experiment, cell.scale, cell.seed) / "ledgers" / cell_file_name(cell)
 
 
 def cell_files(results_dir: Path, experiment: str, scale: str) -> list[Path]:
     """Every cached cell file of ``experiment`` at ``scale`` (all seeds, every override)."""
     return sorted(cache_dir(results_dir, experiment, scale).glob("seed-*/*.json"))
+
+
+def shared_cells(results_dir: Path) -> dict[str, Path]:
+    """Digest -> a cached cell file, over every experiment, scale and seed: the cache read
+    by content (:attr:`Cell.digest` derives from what determines a cell's numbers only)."""
+    out: dict[str, Path] = {}
+    for path in sorted((Path(results_dir) / "cache").glob("*/*/seed-*/*.json")):
+        out.setdefault(path.stem.split("-")[0], path)
+    return out
+
+
+def adopt_shared(results_dir: Path, cell: Cell, source: Path, not_before: datetime | None = None) -> bool:
+    """Cache ``cell`` as the copy of ``source``, another experiment's cell with the same key
+    (so the same numbers): its rows under this cell's experiment, scale and label. False,
+    and nothing written, when ``source`` is not that cell, was computed before
+    ``not_before``, or lacks a metric ``cell`` asks (a spec asking more is computed anew)."""
+    try:
+        data = json.loads(source.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    if not isinstance(data, dict) or data.get("key") != cell.key or not data.get("rows"):
+        return False
+    if not_before is not None and computed_before(data, not_before):
+        return False
+    if cell.algorithm and not set(cell.metrics) <= {r.get("metric") for r in data["rows"]}:
+        return False
+    view = {"experiment": cell.experiment, "scale": cell.scale, "label": cell.label}
+    ledger_file = source.parent / "ledgers" / source.name
+    try:
+        ledger = json.loads(ledger_file.read_text()).get("ledger")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        ledger = None
+    rest = {k: v for k, v in data.items() if k not in ("key", "cell", "rows")}
+    write_cell(results_dir, cell, {**rest, "cell": cell.to_dict(), "ledger": ledger,
+                                   "rows": [{**r, **view} for r in data["rows"]],
+                                   "shared_from": str(source.relative_to(results_dir))})
+    return True
 
 
 def atomic_write_text(path: Path, text: str) -> None:

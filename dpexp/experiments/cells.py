@@ -1,9 +1,11 @@
 """Grid expansion: a spec at a scale -> the list of result cells.
 
-A cell is (experiment, scale, run seed, dataset (+params), algorithm (+params), epsilon,
-fold, repeat). The run seed is part of what a cell is: ``--seed 1`` computes (and caches)
-cells of its own instead of reading those of ``--seed 0``. Non-private algorithms (and procedures that do not use epsilon) run once per
-fold with ``epsilon = inf`` instead of once per epsilon.
+A cell is what determines its numbers (dataset and version, CV scheme, rows kept, fold,
+repeat, algorithm and parameters, epsilon, run seed) and where it is shown (experiment,
+scale, label): its seeds and cache identity derive from the first only (:class:`Cell`).
+The run seed is part of what a cell is: ``--seed 1`` computes (and caches) cells of its
+own instead of reading those of ``--seed 0``. Non-private algorithms (and procedures that
+do not use epsilon) run once per fold with ``epsilon = inf`` instead of once per epsilon.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpexp.experiments.spec import AlgorithmRef, DatasetRef, ExperimentSpec
+from dpexp.datasets.registry import get_dataset_info, load_registry
+from dpexp.experiments.procedures import get_procedure, procedure_flags
+from dpexp.experiments.spec import AlgorithmRef, CVScheme, DatasetRef, ExperimentSpec
+from dpexp.registry import get_algorithm
 
 INF = float("inf")
 
@@ -39,8 +44,44 @@ def format_epsilon(eps: float) -> str:
     return "inf" if math.isinf(eps) else repr(float(eps))
 
 
+def cv_identity(cv: CVScheme) -> dict[str, Any]:
+    """The parts of a CV scheme that decide a fold's rows (not the number of repeats: a
+    repeat's split depends on its index only)."""
+    if cv.scheme == "kfold":
+        return {"scheme": "kfold", "folds": cv.folds, "stratified": cv.stratified}
+    if cv.scheme == "holdout":
+        return {"scheme": "holdout", "test_size": cv.test_size, "stratified": cv.stratified}
+    return {"scheme": cv.scheme}
+
+
+def content_fields(*, dataset: str, max_rows: int | None, cv: CVScheme, fold: int, repeat: int,
+                   algorithm: str, params: dict[str, Any], epsilon: float, seed: int) -> dict[str, Any]:
+    """What determines a cell's numbers (its seed key, as canonical JSON)."""
+    return {"dataset": dataset, "max_rows": max_rows, "cv": cv_identity(cv), "fold": int(fold),
+            "repeat": int(repeat), "algorithm": algorithm, "params": params,
+            "epsilon": format_epsilon(float(epsilon)), "seed": int(seed)}
+
+
+def content_key(content: dict[str, Any], data_version: str) -> str:
+    """A cell's identity: what determines its numbers and the data version (results
+    computed on other data are never reused)."""
+    named = dict(content)
+    if data_version:
+        named["data"] = data_version
+    return canonical_json(named)
+
+
 @dataclass(frozen=True)
 class Cell:
+    """One fit (or procedure run) of a grid: what determines its numbers, and where it is
+    shown (``experiment``, ``scale``, ``label``: the view).
+
+    Content-addressed: its seeds and its identity derive from what determines its numbers
+    (dataset and version, CV scheme, rows kept, fold, repeat, algorithm, parameters,
+    epsilon, run seed), never from the experiment or label that asked, so two experiments
+    asking for one cell share it (one computed with fewer metrics than asked is not
+    shared: :func:`dpexp.experiments.cache.adopt_shared`)."""
+
     experiment: str
     scale: str
     dataset: DatasetRef
@@ -55,41 +96,53 @@ class Cell:
     seed: int = 0
     #: Fingerprint of the dataset's registry entry (:attr:`DatasetInfo.data_version`).
     data_version: str = ""
+    #: The CV scheme that splits the dataset into this cell's fold.
+    cv: CVScheme = field(kw_only=True)
+    #: The rows a smoke run subsamples the dataset to (None: every row).
+    max_rows: int | None = field(kw_only=True)
+    #: The metrics the spec asks (for the dataset's task), sorted: not part of the key.
+    metrics: tuple[str, ...] = field(kw_only=True)
 
-    def _named(self) -> dict[str, Any]:
-        return {
-            "experiment": self.experiment,
-            "scale": self.scale,
-            "dataset": self.dataset.key,
-            "algorithm": self.algorithm or f"procedure:{self.procedure}",
-            "label": self.label,
-            "params": self.params,
-            "epsilon": format_epsilon(self.epsilon),
-            "fold": self.fold,
-            "repeat": self.repeat,
-            "seed": self.seed,
-        }
+    def _content(self) -> dict[str, Any]:
+        return content_fields(
+            dataset=self.dataset.key, max_rows=self.max_rows, cv=self.cv, fold=self.fold,
+            repeat=self.repeat, algorithm=self.algorithm or f"procedure:{self.procedure}",
+            params=self.params, epsilon=self.epsilon, seed=self.seed)
 
     @property
     def seed_key(self) -> str:
-        """What the cell's random streams derive from: everything that names the cell but
-        the data version (so a cache entry of unchanged data keeps its numbers when a
-        fingerprint is added or recomputed)."""
-        return canonical_json(self._named())
+        """What the cell's random streams derive from: what determines its numbers, but the
+        data version (a cache entry of unchanged data keeps its numbers when a fingerprint
+        is added or recomputed)."""
+        return canonical_json(self._content())
 
     @property
     def key(self) -> str:
-        """The cell's identity in the cache and the committed tables: the seed key's fields
-        plus the data version, so results computed on other data (a changed generator,
-        domain or file) are never reused."""
-        named = self._named()
+        """The cell's identity in the cache (:func:`content_key`)."""
+        return content_key(self._content(), self.data_version)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.key.encode()).hexdigest()[:24]
+
+    @property
+    def view_key(self) -> str:
+        """Where the cell's rows appear (a results table's row key,
+        :func:`dpexp.experiments.committed.row_key`): experiment, scale, label and the cell
+        columns of the results schema, plus the data version."""
+        named = {
+            "experiment": self.experiment, "scale": self.scale, "dataset": self.dataset.key,
+            "algorithm": self.algorithm or f"procedure:{self.procedure}", "label": self.label,
+            "params": self.params, "epsilon": format_epsilon(self.epsilon), "fold": self.fold,
+            "repeat": self.repeat, "seed": self.seed,
+        }
         if self.data_version:
             named["data"] = self.data_version
         return canonical_json(named)
 
     @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.key.encode()).hexdigest()[:24]
+    def view_digest(self) -> str:
+        return hashlib.sha256(self.view_key.encode()).hexdigest()[:24]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +183,6 @@ def for_task(params: dict[str, Any], task: str) -> dict[str, Any]:
 def dataset_task(dataset: Any) -> str | None:
     """The task of a dataset: a name, a key (``name[params]``) or a cell's dataset record
     (``{"name": ...}``); None if the registry does not know it."""
-    from dpexp.datasets.registry import get_dataset_info
 
     name = dataset.get("name") if isinstance(dataset, dict) else dataset
     try:
@@ -141,10 +193,8 @@ def dataset_task(dataset: Any) -> str | None:
 
 def uses_epsilon(algo: AlgorithmRef) -> bool:
     if algo.name is not None:
-        from dpexp.registry import get_algorithm
 
         return get_algorithm(algo.name).private
-    from dpexp.experiments.procedures import get_procedure, procedure_flags
 
     return procedure_flags(get_procedure(algo.procedure)).uses_epsilon
 
@@ -152,7 +202,6 @@ def uses_epsilon(algo: AlgorithmRef) -> bool:
 def dataset_version(name: str) -> str:
     """The registry fingerprint of dataset ``name`` ("" for a name the registry lacks:
     such a spec fails validation before any cell runs)."""
-    from dpexp.datasets.registry import load_registry
 
     info = load_registry().get(name)
     return info.data_version if info is not None else ""
@@ -165,14 +214,15 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
     their keys and numbers), restricted to its own grid."""
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
     cells = []
+    max_rows = spec.max_rows(scale)
     for ds in spec.datasets:
         version = dataset_version(ds.name)
-        task = None
+        task = dataset_task(ds.name)
+        metrics = tuple(sorted(spec.metrics_for(task))) if task else ()
         for algo in spec.algorithms:
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
             for params in grid_points(algo):
                 if any(is_per_task(v) for v in params.values()):
-                    task = task or dataset_task(ds.name)
                     params = for_task(params, task)
                 for eps in eps_list:
                     for rep in range(spec.cv.repeats):
@@ -183,7 +233,8 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
                                     label=algo.label, algorithm=algo.name,
                                     procedure=algo.procedure, params=params, epsilon=eps,
                                     fold=fold, repeat=rep, n_folds=n_folds, seed=seed,
-                                    data_version=version,
+                                    data_version=version, cv=spec.cv, max_rows=max_rows,
+                                    metrics=metrics,
                                 )
                             )
     return cells

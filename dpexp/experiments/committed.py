@@ -4,8 +4,8 @@ The per-cell cache (``results/cache/``) is not committed; the tidy table of ever
 cell is: ``results/EXP/results-paper.csv.gz`` (compressed, written deterministically so an
 unchanged campaign gives unchanged bytes). A run, a render or a report on a fresh clone
 takes the committed rows as finished cells instead of recomputing them: for every cell of
-the spec's grid whose key (:attr:`dpexp.experiments.cells.Cell.key`) the table holds, the
-table's rows *are* the cell. A campaign is therefore committed as it goes (commit the
+the spec's grid whose row key (:attr:`dpexp.experiments.cells.Cell.view_key`: experiment,
+scale, label and the cell columns) the table holds, the table's rows *are* the cell. A campaign is therefore committed as it goes (commit the
 table after each finished experiment) and resumed anywhere.
 
 The table also holds cells outside the grid: override runs (``dpexp run --epsilons ...``)
@@ -29,7 +29,14 @@ from typing import Any
 import pandas as pd
 
 from dpexp.experiments import cache
-from dpexp.experiments.cells import Cell, canonical_json, expand, format_epsilon
+from dpexp.experiments.cells import (
+    Cell,
+    canonical_json,
+    content_fields,
+    content_key,
+    expand,
+    format_epsilon,
+)
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
@@ -85,13 +92,14 @@ def index_path(table: Path) -> Path:
 
 
 def key_digest(key: str) -> str:
-    """The digest of a cell key (:attr:`Cell.digest`: the cache's file name)."""
+    """The digest of a key (:attr:`Cell.digest` of a cell key: the cache's file name;
+    :attr:`Cell.view_digest` of a row key: the committed index's entries)."""
     return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def table_index(data: bytes, name: str) -> dict[str, Any]:
     """The index of a committed table's bytes: their sha256, the row count, the seeds and
-    the digest of every cell key the table holds (sorted), so ``dpexp list`` counts cells
+    the digest of every row key the table holds (sorted), so ``dpexp list`` counts cells
     without reading the table (it uses the index only while the sha256 matches)."""
     groups = _read_rows(io.BytesIO(data), compression="gzip" if name.endswith(".gz") else None,
                         name=name)
@@ -128,7 +136,8 @@ def read_index(table: Path) -> dict[str, Any] | None:
 
 
 def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
-    """Digests of the cells :func:`committed_payloads` (every seed) returns: the table's
+    """Row-key digests (:attr:`Cell.view_digest`) of the cells :func:`committed_payloads`
+    (every seed) returns: the table's
     cells (a ``cells_from`` spec: those of its grid), from the index when it matches the
     table, else from the table itself."""
     path = table_path(results_dir, spec.cells_id, scale)
@@ -136,16 +145,17 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> se
         return set()
     index = read_index(path)
     if index is None:
-        return {key_digest(p["key"]) for p in committed_payloads(spec, scale, results_dir)}
+        return {key_digest(_key(p["rows"][0])) for p in committed_payloads(spec, scale, results_dir)}
     digests = set(index["digests"])
     if spec.cells_from:
-        digests &= {c.digest for seed in index["seeds"] for c in expand(spec, scale, int(seed))}
+        digests &= {c.view_digest for seed in index["seeds"] for c in expand(spec, scale, int(seed))}
     return digests
 
 
 def cached_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
-    """Digests of the cache's cells of ``spec`` (every seed; a ``cells_from`` spec: those
-    of its grid), as ``dpexp.experiments.results._own_cells`` reads them."""
+    """Row-key digests (:attr:`Cell.view_digest`) of the cache's cells of ``spec`` (every
+    seed; a ``cells_from`` spec: those of its grid), as
+    ``dpexp.experiments.results._own_cells`` reads them."""
     payloads = []
     for path in cache.cell_files(results_dir, spec.cells_id, scale):
         try:
@@ -158,11 +168,12 @@ def cached_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[s
         seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
         grid = {c.key for seed in seeds for c in expand(spec, scale, seed)}
         payloads = [p for p in payloads if p["key"] in grid]
-    return {key_digest(p["key"]) for p in payloads}
+    return {key_digest(_key(p["rows"][0])) for p in payloads if p["rows"]}
 
 
 def _key(values: dict[str, Any]) -> str:
-    """The cell key (same canonical JSON as :attr:`Cell.key`) of a result row."""
+    """The row key of a result row: :attr:`Cell.view_key` of its cell (where it is shown;
+    unique within a results table)."""
     eps = float(values["epsilon"])
     named = {
         "experiment": values["experiment"], "scale": values["scale"],
@@ -178,7 +189,7 @@ def _key(values: dict[str, Any]) -> str:
 
 
 def row_key(row: dict[str, Any]) -> str:
-    """Public name of :func:`_key` (tests check it equals ``Cell.key``)."""
+    """Public name of :func:`_key` (tests check it equals ``Cell.view_key``)."""
     return _key(row)
 
 
@@ -235,6 +246,17 @@ def _cell_record(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _content_key(row: dict[str, Any], spec: ExperimentSpec, scale: str) -> str:
+    """The cache identity (:attr:`Cell.key`) of a committed row outside the grid: an
+    override run or a peer column runs the spec's CV scheme and rows at ``scale``."""
+    content = content_fields(
+        dataset=str(row["dataset"]), max_rows=spec.max_rows(scale), cv=spec.cv,
+        fold=row["fold"], repeat=row["repeat"], algorithm=str(row["algorithm"]),
+        params=json.loads(row["params"]), epsilon=row["epsilon"], seed=row["seed"])
+    version = row.get("data_version")
+    return content_key(content, version if isinstance(version, str) else "")
+
+
 def committed_payloads(
     spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None,
     *, grid_only: bool = False,
@@ -257,11 +279,12 @@ def committed_payloads(
     if seeds is None:
         seeds = sorted({int(r["seed"]) for rows in groups.values() for r in rows})
     seeds = [int(s) for s in seeds]
+    at = spec.at_scale(scale)
     out, grid_keys = [], set()
     for seed in seeds:
         for cell in expand(spec, scale, seed):
-            grid_keys.add(cell.key)
-            rows = groups.get(cell.key)
+            grid_keys.add(cell.view_key)
+            rows = groups.get(cell.view_key)
             if rows is not None:
                 out.append({"key": cell.key, "cell": cell.to_dict(), "rows": rows,
                             "committed": True, "grid": True})
@@ -271,7 +294,7 @@ def committed_payloads(
     for key, rows in groups.items():
         # every row of a cell has the cell's seed (it is part of the key)
         if key not in grid_keys and int(rows[0]["seed"]) in wanted:
-            out.append({"key": key, "cell": _cell_record(rows[0]), "rows": rows,
+            out.append({"key": _content_key(rows[0], at, scale), "cell": _cell_record(rows[0]), "rows": rows,
                         "committed": True, "grid": False})
     return out
 

@@ -46,43 +46,26 @@ scale takes (issue 19: ``make reproduce-all`` within 6 hours on 2 cores).
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 import statistics
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pandas as pd
+from dpexp.experiments.calibration import Calibrator
+from dpexp.experiments.cells import Cell, expand
+from dpexp.experiments.environment import optional_unavailable
+from dpexp.experiments.spec import ExperimentSpec
+from dpexp.experiments.timings import (
+    CellTime,
+    Measurements,
+    own_cells,
+    own_median,
+    setting_of,
+    setting_shape,
+)
+from dpexp.registry import get_algorithm
 
-from dpexp.errors import DpexpError
-from dpexp.experiments.cells import Cell, canonical_json, expand
-from dpexp.experiments.committed import row_key, table_path
-from dpexp.experiments.design import declared_training_rows, with_n_records
-from dpexp.experiments.results import read_cells
-from dpexp.experiments.schema import CELL_COLUMNS
-from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
-from dpexp.privacy.randomness import seeded_noise
-
-if TYPE_CHECKING:
-    from dpexp.datasets.registry import DatasetInfo
-
-#: Training rows of the larger calibration fit (the smaller one has half as many).
-CALIBRATION_ROWS = 2000
-#: Trees of a calibration fit, when the estimator has a tree-count parameter.
-CALIBRATION_TREES = 3
-#: A calibration fit slower than this is not repeated at half size: its time is taken as
-#: proportional to the rows (no fixed cost), which caps a calibration at about two such fits.
-SLOW_FIT_SECONDS = 1.0
-#: Rows of the runner's untimed warm-up fit (dpexp.experiments.runner.WARMUP_ROWS).
-WARMUP_ROWS = 1 << 17
-#: Seconds of calibration (loading samples and fitting) per process; later groups are unknown.
-CALIBRATION_BUDGET_SECONDS = 60.0
-_TREE_COUNTS = ("n_trees", "n_estimators")
-#: Depth parameters: a calibration is shared only between cells of the same depth.
-_DEPTHS = ("max_depth", "depth")
 #: How a group's estimate was obtained, by the prefix of its method.
 KINDS = {"cached": "measured", "committed": "measured", "measured-other": "measured-other",
          "calibrated": "extrapolated", "unavailable": "unavailable"}
@@ -272,385 +255,6 @@ def totals(plans: list[Plan]) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- what is done
-
-
-@dataclass(frozen=True)
-class CellTime:
-    """One finished cell: its key, what it ran (``setting``: dataset key, algorithm,
-    canonical params JSON) and its measured seconds (``wall``: the cell's wall time; else
-    its fit time; None when it has neither)."""
-
-    experiment: str
-    key: str
-    label: str
-    setting: tuple[str, str, str]
-    seconds: float | None
-    wall: bool
-    #: ``cached`` (a cell file) or ``committed`` (a row of the committed table)
-    source: str
-
-    @property
-    def group(self) -> tuple[str, str]:
-        """The plan's group: (dataset key, label)."""
-        return self.setting[0], self.label
-
-
-def _finite(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _measured(wall: Any, fit: Any) -> tuple[float | None, bool]:
-    """(seconds, whether they are the wall time): the wall time, else the fit time."""
-    seconds = _finite(wall)
-    return (seconds, True) if seconds is not None else (_finite(fit), False)
-
-
-def _cached_times(results_dir: Path, experiment: str, scale: str) -> list[CellTime]:
-    """The cell files of ``experiment`` at ``scale`` (every seed and override)."""
-    out = []
-    for p in read_cells(results_dir, experiment, scale):
-        if "key" not in p:  # not a runner's cell file: the runner recomputes it
-            continue
-        c, first = p["cell"], (p["rows"][0] if p["rows"] else {})
-        wall = p.get("wall_seconds")
-        seconds, is_wall = _measured(first.get("wall_seconds") if wall is None else wall,
-                                     first.get("fit_seconds"))
-        algorithm = c.get("algorithm") or f"procedure:{c.get('procedure')}"
-        setting = (str(c.get("dataset")), algorithm, canonical_json(c.get("params") or {}))
-        out.append(CellTime(experiment, p["key"], str(c.get("label")), setting, seconds, is_wall,
-                            "cached"))
-    return out
-
-
-#: Columns of a committed table the plan reads (the rest is left unparsed).
-_TIMING_COLUMNS = frozenset((*CELL_COLUMNS, "data_version", "fit_seconds", "wall_seconds"))
-
-
-def _committed_times(results_dir: Path, experiment: str, scale: str) -> list[CellTime]:
-    """The cells of ``experiment``'s committed table at ``scale``: one row per cell of only
-    the key and timing columns (parsing every row and column of the large tables made
-    planning every experiment take minutes). Keys are the committed layer's
-    (:func:`dpexp.experiments.committed.row_key`)."""
-    path = table_path(results_dir, experiment, scale)
-    if not path.exists():
-        return []
-    try:
-        # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
-        frame = pd.read_csv(path, usecols=lambda c: c in _TIMING_COLUMNS, low_memory=False,
-                            dtype={"data_version": object, "params": object, "label": object})
-    except (OSError, EOFError, ValueError) as exc:
-        raise DpexpError(f"{path}: cannot read the committed results table ({exc}).") from None
-    missing = [c for c in CELL_COLUMNS if c not in frame.columns]
-    if missing:
-        raise DpexpError(f"{path}: not a dpexp results table (no column(s) {missing}).")
-    for col in ("label", "data_version"):  # CSV writes "" as an empty field, read back as NaN
-        if col in frame.columns:
-            frame[col] = frame[col].astype(object).fillna("")
-    frame = frame.drop_duplicates([c for c in (*CELL_COLUMNS, "data_version") if c in frame.columns])
-    out = []
-    for rec in frame.to_dict("records"):
-        seconds, is_wall = _measured(rec.get("wall_seconds"), rec.get("fit_seconds"))
-        setting = (str(rec["dataset"]), str(rec["algorithm"]), str(rec["params"]))
-        out.append(CellTime(experiment, row_key(rec), str(rec["label"]), setting, seconds, is_wall,
-                            "committed"))
-    return out
-
-
-class Measurements:
-    """The finished cells of every experiment at one ``scale`` of one results directory,
-    each experiment read at most once: its cell files, then the committed table's cells the
-    cache lacks (a cell file wins over the table, as in
-    :func:`dpexp.experiments.results.cached_results`)."""
-
-    def __init__(self, results_dir: Path, scale: str) -> None:
-        self.results_dir = Path(results_dir)
-        self.scale = scale
-        self._cells: dict[str, dict[str, CellTime]] = {}
-        self._settings: dict[tuple[str, str, str], list[CellTime]] | None = None
-        self._shapes: dict[tuple[str, str, str], list[tuple[CellTime, int]]] = {}
-        self._available: dict[str, bool] = {}
-
-    def available(self, dataset: str) -> bool:
-        """:func:`dataset_available`, once per dataset name."""
-        if dataset not in self._available:
-            self._available[dataset] = dataset_available(dataset)
-        return self._available[dataset]
-
-    def cells(self, experiment: str) -> dict[str, CellTime]:
-        """Key -> finished cell of ``experiment`` (grid cells or not: overrides, stale)."""
-        if experiment not in self._cells:
-            found = {t.key: t for t in _committed_times(self.results_dir, experiment, self.scale)}
-            found.update({t.key: t for t in _cached_times(self.results_dir, experiment, self.scale)})
-            self._cells[experiment] = found
-        return self._cells[experiment]
-
-    def experiments(self) -> list[str]:
-        """Every experiment with cell files or a committed table at this scale (specs or not)."""
-        names = set()
-        cache_root = self.results_dir / "cache"
-        if cache_root.is_dir():
-            names |= {d.name for d in cache_root.iterdir() if (d / self.scale).is_dir()}
-        if self.results_dir.is_dir():
-            names |= {d.name for d in self.results_dir.iterdir()
-                      if d.is_dir() and table_path(self.results_dir, d.name, self.scale).is_file()}
-        return sorted(names)
-
-    def _index(self) -> dict[tuple[str, str, str], list[CellTime]]:
-        """Timed finished cells of every experiment by setting, and by setting but the tree
-        count (read on first use: a plan whose groups all have cells of their own reads
-        no other experiment)."""
-        if self._settings is None:
-            self._settings = {}
-            for experiment in self.experiments():
-                for t in self.cells(experiment).values():
-                    if t.seconds is None:
-                        continue
-                    self._settings.setdefault(t.setting, []).append(t)
-                    shape, trees = _shape(t.setting)
-                    if trees:
-                        self._shapes.setdefault(shape, []).append((t, trees))
-        return self._settings
-
-    def same_setting(self, setting: tuple[str, str, str]) -> list[CellTime]:
-        """The timed finished cells of any experiment with this (dataset, algorithm, params)."""
-        return self._index().get(setting, [])
-
-    def other_trees(self, setting: tuple[str, str, str]) -> list[tuple[CellTime, int]]:
-        """The timed finished cells (with their tree counts) of any experiment whose setting
-        differs from ``setting`` at most in its tree counts (``_TREE_KEYS``)."""
-        self._index()
-        return self._shapes.get(_shape(setting)[0], [])
-
-
-#: Parameters that count trees (DPBoost: also the trees per ensemble).
-_TREE_KEYS = (*_TREE_COUNTS, "trees_per_ensemble")
-
-
-@functools.lru_cache(maxsize=4096)
-def _params(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _shape(setting: tuple[str, str, str]) -> tuple[tuple[str, str, str], int | None]:
-    """A setting without its tree counts, and its tree count (None if it has none)."""
-    params = _params(setting[2])
-    rest = canonical_json({k: v for k, v in params.items() if k not in _TREE_KEYS})
-    return (setting[0], setting[1], rest), _tree_count(params)
-
-
-def _setting(cell: Cell) -> tuple[str, str, str]:
-    """What a cell runs, as :attr:`CellTime.setting`."""
-    return (cell.dataset.key, cell.algorithm or f"procedure:{cell.procedure}",
-            canonical_json(cell.params))
-
-
-# --------------------------------------------------------------------------- datasets
-
-
-def dataset_available(name: str) -> bool:
-    """Whether ``name`` can be loaded here without the network: synthetic, in the local data
-    cache, or in a folder mirror (``DPEXP_DATA_MIRROR``) that holds its files."""
-    from dpexp.datasets import download
-    from dpexp.datasets.registry import get_dataset_info
-
-    if _downloaded(name):
-        return True
-    mirror = download.mirror_setting(None)
-    if not mirror or "://" in str(mirror):
-        return False
-    info = get_dataset_info(name)
-    return all((Path(mirror) / f.mirror_path).exists() for f in info.files if f.mirror_path)
-
-
-def _downloaded(name: str, info: DatasetInfo | None = None) -> bool:
-    """Synthetic, or every file in the data directory with a verifying checksum."""
-    from dpexp.datasets import download
-    from dpexp.datasets.registry import get_dataset_info
-
-    info = info or get_dataset_info(name)
-    if info.parser == "synthetic":
-        return True
-    return all(f["status"] in ("ok", "unverified") for f in download.checksum_status(info))
-
-
-def training_rows(ref: DatasetRef, cv: CVScheme, max_rows: int | None,
-                  info: DatasetInfo | None = None) -> int | None:
-    """Training rows of one cell, from the registry's row count (or the synthetic
-    ``n_samples``), the scale's ``max_rows`` and the CV scheme; None if not registered.
-    Fold 0's (the largest test part, the fewest training rows): the runner's own
-    arithmetic, :func:`dpexp.experiments.design.declared_training_rows`."""
-    return declared_training_rows(ref, cv, max_rows, 0, info)
-
-
-# --------------------------------------------------------------------------- calibration
-
-
-@dataclass(frozen=True)
-class _FitModel:
-    """Fit seconds at ``trees`` trees as ``fixed + per_row * rows``, and how it was found."""
-
-    fixed: float
-    per_row: float
-    trees: int | None
-    how: str
-
-    def factor(self, trees: int | None) -> float:
-        """Ensembles are linear in their trees: the cell's trees over the calibration's."""
-        return trees / self.trees if trees and self.trees else 1.0
-
-    def seconds(self, rows: int, trees: int | None) -> float:
-        return (self.fixed + self.per_row * rows) * self.factor(trees)
-
-
-def _fewer_trees(params: dict) -> dict:
-    """``params`` with at most CALIBRATION_TREES trees (and trees per DPBoost ensemble)."""
-    params = dict(params)
-    for key in _TREE_COUNTS:
-        n_trees = params.get(key)
-        if isinstance(n_trees, int) and n_trees > CALIBRATION_TREES:
-            params[key] = CALIBRATION_TREES
-            if isinstance(params.get("trees_per_ensemble"), int):  # DPBoost: ensembles of trees
-                params["trees_per_ensemble"] = min(params["trees_per_ensemble"], CALIBRATION_TREES)
-    return params
-
-
-def _tree_count(params: dict) -> int | None:
-    return next((params[k] for k in _TREE_COUNTS if isinstance(params.get(k), int) and params[k] > 0), None)
-
-
-class Calibrator:
-    """Times small fits, once per (dataset, algorithm, private or not, depth) and process:
-    ``dpexp plan --all`` shares one across experiments. Other parameters are the first
-    calibrated cell's; rows and trees are scaled per cell.
-
-    Availability of each dataset (a checksum of its files) and one calibration sample of
-    at most ``CALIBRATION_ROWS`` rows per dataset are kept for the process too. Once
-    ``budget_seconds`` have gone into calibrating, further groups stay unknown (and say so).
-    """
-
-    def __init__(self, budget_seconds: float | None = None) -> None:
-        self.budget_seconds = CALIBRATION_BUDGET_SECONDS if budget_seconds is None else budget_seconds
-        self.spent_seconds = 0.0
-        self._available: dict[str, bool] = {}
-        self._samples: dict[str, Any] = {}
-        self._models: dict[str, _FitModel | str] = {}
-        self._warmed: set[tuple[str, str]] = set()
-        self._registry: dict[str, DatasetInfo] | None = None
-
-    def info(self, name: str) -> DatasetInfo:
-        """The registry entry of ``name`` (the registry is parsed once per calibrator: a
-        parse of datasets.yaml per group made planning every experiment take minutes)."""
-        from dpexp.datasets.registry import all_datasets, get_dataset_info
-
-        if self._registry is None:
-            self._registry = all_datasets()
-        return self._registry.get(name) or get_dataset_info(name)  # unknown: its error
-
-    def available(self, name: str) -> bool:
-        if name not in self._available:
-            self._available[name] = _downloaded(name, self.info(name))
-        return self._available[name]
-
-    def sample(self, ref: DatasetRef):
-        """The calibration sample of ``ref``'s dataset: at most CALIBRATION_ROWS rows (a
-        synthetic dataset is generated at that size; a file is parsed once and subsampled).
-        ``n_samples`` only sizes a synthetic dataset, so it does not make another sample."""
-        from dpexp.datasets import load_dataset
-
-        params = {k: v for k, v in ref.params.items() if k != "n_samples"}
-        key = canonical_json({"name": ref.name, "params": params})
-        if key not in self._samples:
-            self._samples[key] = load_dataset(ref.name, params, max_rows=CALIBRATION_ROWS,
-                                              subsample_seed=0, progress=False)
-        return self._samples[key]
-
-    def estimate(self, cell: Cell, spec: ExperimentSpec) -> tuple[float | None, float, str]:
-        """(seconds of one cell of ``cell``'s group, seconds of one warm-up fit, method)."""
-        info = self.info(cell.dataset.name)
-        rows = training_rows(cell.dataset, spec.cv, spec.max_rows(cell.scale), info)
-        if rows is None:
-            return None, 0.0, "unknown: the registry has no row count for this dataset"
-        params = {**_defaults(cell, info.task), **cell.params}
-        model = self._model(cell, params)
-        if isinstance(model, str):
-            return None, 0.0, model
-        trees = _tree_count(params)
-        scaled = f" and {trees} trees" if model.factor(trees) != 1.0 else ""
-        return (model.seconds(rows, trees), model.seconds(min(rows, WARMUP_ROWS), trees),
-                f"{model.how} to {rows:,} rows{scaled}")
-
-    def _model(self, cell: Cell, params: dict) -> _FitModel | str:
-        key = canonical_json({"dataset": cell.dataset.name, "algorithm": cell.algorithm,
-                              "private": math.isfinite(cell.epsilon),
-                              "depth": [params.get(k) for k in _DEPTHS]})
-        if key in self._models:
-            return self._models[key]
-        if self.spent_seconds >= self.budget_seconds:
-            return f"unknown: calibration time budget ({self.budget_seconds:.0f} s) spent"
-        t0 = time.perf_counter()
-        try:
-            self._models[key] = self._calibrate(cell, _fewer_trees(params))
-        except Exception as exc:  # the run reports it with its context; the plan goes on
-            self._models[key] = f"unknown: calibration failed ({type(exc).__name__}: {exc})"
-        self.spent_seconds += time.perf_counter() - t0
-        return self._models[key]
-
-    def _calibrate(self, cell: Cell, params: dict) -> _FitModel | str:
-        from dpexp.registry import get_algorithm, make_estimator
-
-        ds = self.sample(cell.dataset)
-        X, y = ds.X, ds.y
-        m = X.shape[0]
-        if m < 4:
-            return "unknown: too few rows to calibrate"
-        info = get_algorithm(cell.algorithm)
-
-        def fit(n: int) -> float:
-            # the runner declares the training-fold size as n_records (with_n_records); the
-            # calibration declares the rows it fits, n, which it chose; seeded noise, as a run
-            est = make_estimator(cell.algorithm, ds.task, with_n_records(cell.algorithm, params, n),
-                                 epsilon=cell.epsilon if info.private else None, random_state=0,
-                                 public=ds.public_metadata(), noise_rng=seeded_noise(0))
-            # CPU time of this process: other processes on a shared machine do not inflate
-            # it (the small fits run the kernels' serial paths, so CPU time is fit time)
-            t0 = time.process_time()
-            est.fit(X[:n], y[:n])
-            return time.process_time() - t0
-
-        trees = _tree_count(params)
-        half = m // 2
-        warm = (cell.algorithm, ds.task)
-        if warm not in self._warmed:  # numba compiles once per process: not a cell's cost
-            self._warmed.add(warm)
-            fit(half)
-        t_full = fit(m)
-        if t_full > SLOW_FIT_SECONDS:
-            return _FitModel(0.0, t_full / m, trees, f"calibrated: 1 fit on {m:,} rows, scaled")
-        slope = max(t_full - fit(half), 0.0) / (m - half)
-        return _FitModel(max(t_full - slope * m, 0.0), slope, trees,
-                         f"calibrated: fits on {half:,} and {m:,} rows, extrapolated linearly")
-
-
-def _defaults(cell: Cell, task: str) -> dict:
-    """The tree counts of the cell's estimator class at their defaults, then the registry's
-    defaults (so a tree count left at the class default is seen and scaled too)."""
-    from dpexp.registry import get_algorithm
-
-    info = get_algorithm(cell.algorithm)
-    explicit = {k: v for k, v in info.estimator_class(task)().get_params().items()
-                if k in (*_TREE_COUNTS, "trees_per_ensemble")}
-    return {**explicit, **info.default_params}
-
-
 # --------------------------------------------------------------------------- the plan
 
 
@@ -659,24 +263,6 @@ def _fit_only_note(times: list[CellTime]) -> str:
     if not fit_only:
         return ""
     return " (fit only)" if fit_only == len(times) else f" ({fit_only} of them fit only)"
-
-
-def own_cells(measurements: Measurements, experiment: str) -> dict[tuple[str, str], dict[str, list[CellTime]]]:
-    """The finished cells of ``experiment`` by group, then by source (cached, committed)."""
-    own: dict[tuple[str, str], dict[str, list[CellTime]]] = {}
-    for t in measurements.cells(experiment).values():
-        own.setdefault(t.group, {}).setdefault(t.source, []).append(t)
-    return own
-
-
-def own_median(own: dict[str, list[CellTime]]) -> tuple[float, str, list[CellTime]] | None:
-    """Tier 1: the median time of a group's own timed cells, cached first (the newer),
-    then committed, with the source and the cells used; None when it has none."""
-    for source in ("cached", "committed"):
-        times = [t for t in own.get(source, ()) if t.seconds is not None]
-        if times:
-            return statistics.median(t.seconds for t in times), source, times
-    return None
 
 
 def _own_estimate(g: GroupPlan, own: dict[str, list[CellTime]]) -> bool:
@@ -699,7 +285,7 @@ def _setting_seconds(setting: tuple[str, str, str], measurements: Measurements
     same = measurements.same_setting(setting)
     if same:
         return statistics.median(t.seconds for t in same), same, False
-    trees = _shape(setting)[1]
+    trees = setting_shape(setting)[1]
     others = measurements.other_trees(setting) if trees else []
     if not others:
         return None
@@ -713,13 +299,13 @@ def _other_estimate(g: GroupPlan, todo: list[Cell], measurements: Measurements) 
     which is which)."""
     found: dict[tuple[str, str, str], tuple[float, list[CellTime], bool]] = {}
     for c in todo:
-        setting = _setting(c)
+        setting = setting_of(c)
         if setting not in found:
             match = _setting_seconds(setting, measurements)
             if match is None:
                 return False
             found[setting] = match
-    g.seconds_per_cell = sum(found[_setting(c)][0] for c in todo) / len(todo)
+    g.seconds_per_cell = sum(found[setting_of(c)][0] for c in todo) / len(todo)
     g.warmup_seconds = g.seconds_per_cell
     used = list({t.key: t for _, times, _ in found.values() for t in times}.values())
     experiments = sorted({t.experiment for t in used})
@@ -737,12 +323,10 @@ def _missing_package(cell: Cell) -> str:
     """The optional package ``cell``'s algorithm needs that does not import here, or ""."""
     if not cell.algorithm:
         return ""
-    from dpexp.registry import get_algorithm
 
     requires = get_algorithm(cell.algorithm).requires
     if not requires:
         return ""
-    from dpexp.experiments.runner import optional_unavailable
 
     why = optional_unavailable(requires)
     return why.split(" ")[0] if why else ""
@@ -787,7 +371,7 @@ def _measured_plan(spec: ExperimentSpec, scale: str, seed: int, jobs: int, measu
         groups.setdefault((c.dataset.key, c.label), []).append(c)
     pending = []
     for key, cells in groups.items():
-        finished = [done[c.key] for c in cells if c.key in done]
+        finished = [done[c.view_key] for c in cells if c.view_key in done]
         g = GroupPlan(key[0], key[1], len(cells), len(finished))
         plan.groups.append(g)
         timed = [t for t in finished if t.seconds is not None]
@@ -796,7 +380,7 @@ def _measured_plan(spec: ExperimentSpec, scale: str, seed: int, jobs: int, measu
             plan.done_typical_cell_seconds += len(timed) * statistics.median(t.seconds for t in timed)
         plan.done_timed += len(timed)
         plan.done_fit_only += sum(not t.wall for t in timed)
-        todo = [c for c in cells if c.key not in done]
+        todo = [c for c in cells if c.view_key not in done]
         if todo and _estimate_group(g, todo, own.get(key, {}), measurements, calibrator):
             pending.append((g, todo[0]))
     return plan, pending

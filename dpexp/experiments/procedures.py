@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpexp.errors import UnknownNameError
+from dpexp.experiments.builtin_procedures import PROCEDURES as BUILTIN
 from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import manifest_procedures, resolve
 
@@ -65,7 +66,6 @@ def procedure_flags(fn: Callable) -> ProcedureFlags:
 
 
 def _procedure_refs() -> dict[str, Any]:
-    from dpexp.experiments.builtin_procedures import PROCEDURES as BUILTIN
 
     out: dict[str, Any] = dict(BUILTIN)
     for name, ref in manifest_procedures().items():

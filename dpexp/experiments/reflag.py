@@ -29,10 +29,11 @@ from pathlib import Path
 import yaml
 
 from dpexp.errors import DpexpError
+from dpexp.experiments.catalog import builtin_experiments_dir
 from dpexp.experiments.committed import write_table_text
 from dpexp.experiments.design import N_FROM_DATA, declared_training_rows, declares_size
 from dpexp.experiments.flags import join_reasons, public_input_reasons, split_reasons
-from dpexp.experiments.spec import CVScheme, DatasetRef, builtin_experiments_dir
+from dpexp.experiments.spec import CVScheme, DatasetRef
 from dpexp.registry import all_algorithms
 
 __all__ = ["Reflagged", "reflag_table", "reflag_text"]

@@ -35,6 +35,7 @@ from dpexp.experiments.cells import (
     grid_points,
     is_per_task,
 )
+from dpexp.experiments.committed import committed_payloads
 from dpexp.experiments.noise import with_noise
 from dpexp.experiments.schema import (
     CELL_COLUMNS,
@@ -43,7 +44,7 @@ from dpexp.experiments.schema import (
     RESULT_COLUMNS,
     param_column,
 )
-from dpexp.experiments.spec import ExperimentSpec
+from dpexp.experiments.spec import ExperimentSpec, select
 
 __all__ = ["CELL_COLUMNS", "RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results",
            "payload_rows", "read_cells", "with_param_columns"]
@@ -181,10 +182,7 @@ def with_param_columns(frame: pd.DataFrame) -> pd.DataFrame:
 def cached_keys(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
     """Keys of every finished cell of ``spec.id`` at ``scale``: the cache's and the
     committed table's (what :func:`cached_results` reads)."""
-    from dpexp.experiments.committed import committed_payloads
-
-    if (spec.raw.get("scales") or {}).get(scale):
-        spec = spec.at_scale(scale)
+    spec = spec.at_scale(scale)
     keys = {p["key"] for p in _own_cells(spec, scale, results_dir) if "key" in p}
     return keys | {p["key"] for p in committed_payloads(spec, scale, results_dir)}
 
@@ -204,8 +202,6 @@ def _own_cells(spec: ExperimentSpec, scale: str, results_dir: Path) -> list[dict
 def _grid_missing(
     spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...], have: set[str]
 ) -> list[Cell]:
-    from dpexp.experiments.runner import select
-
     picked = select(
         spec,
         list(filters.datasets) if filters.datasets else None,
@@ -256,15 +252,12 @@ def cached_results(
     cells of an earlier version of a series (:func:`is_stale`): what render, report and the
     committed table use, so a changed spec never mixes old and new numbers under one label.
     """
-    if (spec.raw.get("scales") or {}).get(scale):  # not yet resolved at this scale
-        spec = spec.at_scale(scale)
+    spec = spec.at_scale(scale)
     filters = filters or ResultFilter()
     payloads = _own_cells(spec, scale, results_dir)
     have = {p["key"] for p in payloads if "key" in p}
     # The committed table's cells count as cached (a fresh clone renders and reports from
     # it alone); a cell file in the cache wins over the table.
-    from dpexp.experiments.committed import committed_payloads
-
     extra = [p for p in committed_payloads(spec, scale, results_dir) if p["key"] not in have]
     payloads += extra
     have |= {p["key"] for p in extra}

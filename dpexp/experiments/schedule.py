@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dpexp.experiments.cells import Cell
-from dpexp.experiments.plan import Measurements, own_cells, own_median
+from dpexp.experiments.timings import Measurements, own_cells, own_median
 
 
 def group_seconds(measurements: Measurements, experiment: str) -> dict[tuple[str, str], float]:

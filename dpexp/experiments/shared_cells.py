@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpexp.experiments.cells import grid_points
 from dpexp.experiments.spec import SCALES, AlgorithmRef, ExperimentSpec
 
 __all__ = ["cells_from_problem"]
 
 
 def _points(algo: AlgorithmRef) -> list[dict[str, Any]]:
-    from dpexp.experiments.cells import grid_points
 
     return grid_points(algo)
 

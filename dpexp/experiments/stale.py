@@ -35,6 +35,8 @@ class NumbersChange:
     since: str
     reason: str
     unchanged: frozenset[str] = frozenset()
+    #: The change reaches non-private algorithms too (their seeds changed).
+    every_algorithm: bool = False
 
     @property
     def since_time(self) -> datetime:
@@ -45,18 +47,28 @@ class NumbersChange:
         if algorithm.startswith(_PROCEDURE_PREFIX):
             return True
         info = all_algorithms().get(algorithm)
-        return bool(info is not None and info.private and algorithm not in self.unchanged)
+        if info is None or algorithm in self.unchanged:
+            return False
+        return info.private or self.every_algorithm
 
 
 #: The changes, oldest first. Issue 38 replaced every textbook float sampler by exact
 #: discrete ones (counts as discrete-Laplace integers, real values on a public grid) and
-#: keyed record partitions by the record instead of its row position.
+#: keyed record partitions by the record instead of its row position. Issue 39 keyed a
+#: cell's seeds by what determines its numbers, not by the experiment and label asking.
 NUMBER_CHANGES: tuple[NumbersChange, ...] = (
     NumbersChange(
         since="2026-11-27T11:30:00+00:00",
         reason=("computed before the exact discrete samplers and record-keyed partitions "
                 "(issue 38); the paper-scale re-run is pending"),
         unchanged=frozenset({"diffprivlib_rf", "dpboost_original"}),
+    ),
+    NumbersChange(
+        since="2026-11-27T13:30:00+00:00",
+        reason=("computed before cells were content-addressed: a cell's seeds derived from "
+                "its experiment and label too (issue 39); the paper-scale re-run is pending"),
+        unchanged=frozenset({"dpboost_original"}),
+        every_algorithm=True,
     ),
 )
 

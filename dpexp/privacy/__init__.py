@@ -1,25 +1,26 @@
-"""Privacy core: mechanisms, the budget accountant, record-stable partitions, the audit.
+"""Privacy core: mechanisms, the budget accountant, record-stable partitions.
 
 See ``docs/PRIVACY.md`` for the neighbour relation (add/remove one record), the
 sensitivities with their paper citations, composition scopes, public input
 (:mod:`dpexp.privacy.public`), structure vs noise randomness
 (:func:`estimator_streams`: noise from fresh OS entropy by default; ``noise_rng=secure_generator()``
 for a published model, ``noise_rng=seeded_noise(seed)`` for reproducible experiments) and
-the empirical audit. The audit (:mod:`dpexp.privacy.audit`, ``dpexp audit``) audits the
-registered estimators end to end from the paper manifests' audit targets; it is
-imported lazily (it imports the estimators), not here.
+the empirical audit, which lives in its own package above this one (:mod:`dpexp.audit`,
+``dpexp audit``).
 """
 
 from dpexp.errors import BudgetExceededError
 from dpexp.privacy.accountant import Accountant
 from dpexp.privacy.budget import BudgetAccountant, charges_budget
-from dpexp.privacy.mechanisms import (
+from dpexp.privacy.calibration import (
     analytic_gaussian_sigma,
+    gaussian_delta,
+    gaussian_sigma_classic,
+)
+from dpexp.privacy.mechanisms import (
     discrete_laplace_mechanism,
     exponential_mechanism,
-    gaussian_delta,
     gaussian_mechanism,
-    gaussian_sigma_classic,
     laplace_mechanism,
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,

@@ -20,10 +20,10 @@ Floating point and the noise generator (docs/PRIVACY.md, "Floating-point attacks
 "Randomness"). Real-valued releases (:func:`laplace_mechanism`, :func:`gaussian_mechanism`)
 are exact: the value is rounded to a public grid ``g = 2**k`` chosen from the privacy
 parameters only, discrete Laplace or discrete Gaussian noise in grid units is added in
-integer arithmetic (:mod:`dpexp.privacy.samplers`, Canonne, Kamath & Steinke 2020), and
-the output ``g * integer`` is an exactly representable double: the set of possible
-outputs is the grid whatever the data, so Mironov's (CCS 2012) low-order-bit attack has
-nothing to read. Counts are released as integers by :func:`discrete_laplace_mechanism`.
+integer arithmetic (:mod:`dpexp.privacy.grids`, :mod:`dpexp.privacy.samplers`, Canonne,
+Kamath & Steinke 2020), and the output ``g * integer`` is an exactly representable
+double: the set of possible outputs is the grid whatever the data, so Mironov's (CCS
+2012) low-order-bit attack has nothing to read. Counts are released as integers by :func:`discrete_laplace_mechanism`.
 The selection mechanisms release an index, but their probabilities are computed in
 doubles (exact to ~2**-53; a weight below 2**-53 of the total is never drawn). The noise
 ``rng`` is a reproducible numpy Generator in experiments (estimators derive it from
@@ -40,60 +40,29 @@ from typing import Any
 
 import numpy as np
 from numba import njit
-from scipy.special import log_ndtr, ndtr
 
 from dpexp.errors import check_epsilon
-from dpexp.privacy.randomness import Rng, check_rng
-from dpexp.privacy.samplers import (
-    discrete_gaussian,
-    discrete_laplace,
+from dpexp.privacy.calibration import (
+    check_delta,
+    check_sensitivity,
     discrete_laplace_scale,
-    gaussian_grid,
-    grid_release,
-    laplace_grid,
+    gaussian_sigma_classic,
 )
+from dpexp.privacy.grids import gaussian_grid, grid_release, laplace_grid
+from dpexp.privacy.randomness import Rng, check_rng
+from dpexp.privacy.samplers import discrete_gaussian, discrete_laplace
 
 __all__ = [
     "laplace_mechanism",
     "discrete_laplace_mechanism",
-    "gaussian_sigma_classic",
-    "analytic_gaussian_sigma",
-    "gaussian_delta",
     "gaussian_mechanism",
     "exponential_mechanism",
     "report_noisy_max_one_sided",
     "smooth_sensitivity_leaf_2017",
-    "check_delta",
-    "check_sensitivity",
 ]
 
 
 # --------------------------------------------------------------------------- validation
-
-
-def check_delta(delta: Any, *, name: str = "delta") -> float:
-    """``delta`` must be a number strictly inside (0, 1)."""
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1), got {delta!r}") from None
-    if not (0.0 < value < 1.0):  # also false for NaN
-        raise ValueError(f"{name} must be a number in (0, 1), got {delta!r}")
-    return value
-
-
-def check_sensitivity(
-    sensitivity: Any, *, name: str = "sensitivity", allow_zero: bool = True
-) -> float:
-    """``sensitivity`` must be finite and >= 0 (> 0 when ``allow_zero`` is false)."""
-    try:
-        value = float(sensitivity)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number >= 0, got {sensitivity!r}") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {bound}, got {sensitivity!r}")
-    return value
 
 
 _EXPONENT = np.int64(0x7FF0000000000000)  # a double is NaN or infinite iff these bits are all set
@@ -151,7 +120,7 @@ def laplace_mechanism(value: Any, *, epsilon: float, sensitivity: float, rng: Rn
     (Li et al. Lemma 2 / Corollary 1).
 
     Exact and float-safe: the grid step ``g = 2**k`` (``sensitivity / g`` in [2**20,
-    2**21), :func:`~dpexp.privacy.samplers.laplace_grid`) depends on the sensitivity only;
+    2**21), :func:`~dpexp.privacy.grids.laplace_grid`) depends on the sensitivity only;
     the value is rounded to the grid, which can add one step to its change, so the
     integer sensitivity is ``floor(sensitivity / g) + 1``; discrete Laplace noise of
     scale ``t/s >= that / epsilon`` (rounded up exactly) is added in integers (CKS 2020,
@@ -209,7 +178,7 @@ def discrete_laplace_mechanism(
     ``sensitivity`` in L1 (an integer; 1 for a histogram; Dwork & Roth Thm 3.6 for the
     geometric mechanism; Canonne, Kamath & Steinke 2020, Algorithm 2 for the sampler).
     The scale is rounded *up* to a rational t/s with integers below 2**48
-    (:func:`~dpexp.privacy.samplers.discrete_laplace_scale`, exact ``Fraction``
+    (:func:`~dpexp.privacy.calibration.discrete_laplace_scale`, exact ``Fraction``
     arithmetic), so the noise is never smaller than claimed, and the output set is the
     integers whatever the data: no floating point anywhere. For a published model pass
     the estimator ``noise_rng=secure_generator()`` (``estimator_streams``).
@@ -229,75 +198,6 @@ def discrete_laplace_mechanism(
 # --------------------------------------------------------------------------- Gaussian
 
 
-def gaussian_sigma_classic(*, epsilon: float, delta: float, sensitivity: float) -> float:
-    """sigma = sqrt(2 ln(1.25/delta)) * sensitivity / epsilon, valid only for epsilon < 1.
-
-    The classic Gaussian mechanism (Dwork & Roth Thm A.1; the calibration in Peinemann's
-    Gaussian BDT slides, "DP-Proof": sigma > sqrt(2 ln(1.25/delta)) L / epsilon for
-    epsilon in (0, 1)). ``sensitivity`` is the L2 sensitivity.
-    """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    sensitivity = check_sensitivity(sensitivity)
-    if epsilon >= 1.0:
-        raise ValueError(
-            f"epsilon must be < 1 for the classic Gaussian calibration, got {epsilon!r}; "
-            "use the analytic calibration (analytic_gaussian_sigma) for epsilon >= 1"
-        )
-    return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
-
-
-def gaussian_delta(*, epsilon: float, sigma: float, sensitivity: float) -> float:
-    """The exact delta(epsilon) of the Gaussian mechanism N(0, sigma^2) with L2 sensitivity.
-
-    Balle & Wang 2018, Theorem 8:
-    delta = Phi(D/(2s) - e s/D) - exp(e) Phi(-D/(2s) - e s/D). Computed in log space for
-    the second term, so it is accurate for large epsilon.
-    """
-    if sensitivity == 0:
-        return 0.0
-    if sigma <= 0:
-        return 1.0
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = float(ndtr(a - b))
-    second = math.exp(min(epsilon + float(log_ndtr(-a - b)), 700.0))
-    return max(0.0, first - second)
-
-
-def analytic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float) -> float:
-    """The smallest sigma with ``gaussian_delta(epsilon, sigma) <= delta`` (any epsilon > 0).
-
-    The analytic Gaussian mechanism of Balle & Wang, ICML 2018 (Theorem 8 and Algorithm
-    1): instead of the classic sufficient condition, calibrate to the exact privacy
-    profile. Found by bisection on log(sigma); ``delta`` is decreasing in sigma. The
-    result is rounded *up* (relative precision 1e-12), so it is never too small.
-    """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    sensitivity = check_sensitivity(sensitivity)
-    if sensitivity == 0:
-        return 0.0
-
-    def too_small(s: float) -> bool:
-        return gaussian_delta(epsilon=epsilon, sigma=s, sensitivity=sensitivity) > delta
-
-    lo, hi = sensitivity * 1e-3, sensitivity
-    while not too_small(lo):
-        lo /= 2.0
-    while too_small(hi):
-        hi *= 2.0
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        if too_small(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi / lo - 1.0 < 1e-12:
-            break
-    return hi
-
-
 def gaussian_mechanism(
     value: Any,
     *,
@@ -315,7 +215,7 @@ def gaussian_mechanism(
     (Dwork & Roth; Peinemann's slides) refuses epsilon >= 1; ``"analytic"`` (Balle & Wang
     2018) works for any epsilon and adds less noise.
 
-    Exact and float-safe (:func:`~dpexp.privacy.samplers.gaussian_grid`): the grid step
+    Exact and float-safe (:func:`~dpexp.privacy.grids.gaussian_grid`): the grid step
     ``g = 2**k`` (sigma/g >= 2**11 and sensitivity/g >= 2**10) depends on (epsilon,
     delta, sensitivity) only; the value is rounded to it; sigma is recalibrated for the
     integer sensitivity ``floor(sensitivity / g) + 1``, sigma² rounded up to an integer,

@@ -62,10 +62,9 @@ import math
 from dataclasses import dataclass, replace
 
 import pandas as pd
+from scipy.stats import spearmanr
 
-CLAIM_KEYS = {"text", "better", "than", "metric", "direction", "epsilon", "mode", "datasets",
-              "series", "trend", "over", "explained", "margin", "close", "to", "within", "share",
-              "spread", "max_std", "note", "after", "at_step", "by", "shown", "post_hoc"}
+from dpexp.render.frame import param_values
 
 
 @dataclass
@@ -98,8 +97,6 @@ def _metric_rows(agg: pd.DataFrame, metric, tasks: dict[str, str]) -> pd.DataFra
 
 
 def _axis(sub: pd.DataFrame, over: str) -> pd.Series:
-    from dpexp.render.frame import param_values
-
     if over == "step":
         return sub["step"].astype(float)
     if over == "epsilon":
@@ -110,8 +107,6 @@ def _axis(sub: pd.DataFrame, over: str) -> pd.Series:
 
 
 def check_trend(claim: dict, agg: pd.DataFrame, tasks: dict[str, str]) -> ClaimResult:
-    from scipy.stats import spearmanr
-
     text = claim.get("text", str(claim))
     sub = _metric_rows(agg, claim["metric"], tasks)
     if claim["over"] == "step":  # a staged curve: its points from step ``after`` on

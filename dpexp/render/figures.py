@@ -26,8 +26,10 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render import style
@@ -102,6 +104,7 @@ def _dataset_param(key: str, name: str):
 
 
 def _save(fig, out_base: Path, caption: str) -> list[Path]:
+    # lazy: pyplot only after build_figure has selected the Agg backend
     import matplotlib.pyplot as plt
 
     out_base.parent.mkdir(parents=True, exist_ok=True)
@@ -182,12 +185,11 @@ def _legend(fig, handles: dict, ncols_hint: float) -> None:
 
 
 def _paper_handle():
-    from matplotlib.lines import Line2D
-
     return Line2D([], [], ls="none", marker="o", mfc="none", mec="black", ms=7)
 
 
 def _new_figure(rows: int, cols: int, width: float, n_legend: int, legend_cols: int):
+    # lazy: pyplot only after build_figure has selected the Agg backend
     import matplotlib.pyplot as plt
 
     legend_rows = math.ceil(n_legend / max(legend_cols, 1))
@@ -430,9 +432,8 @@ def _axes_scales(ax, spec: ExperimentSpec, sub: pd.DataFrame) -> None:
 
 def build_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext):
     """The matplotlib Figure of an experiment (not saved), in the house style."""
-    import matplotlib
-
     matplotlib.use("Agg")
+    # lazy: importing pyplot picks a backend, so only after use("Agg")
     import matplotlib.pyplot as plt
 
     with plt.rc_context(style.apply_rc()):

@@ -12,13 +12,17 @@ paid for with budget).
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from dpexp.datasets.registry import get_dataset_info
+from dpexp.errors import DpexpError
 from dpexp.experiments.schema import param_column
 from dpexp.experiments.spec import ExperimentSpec
+from dpexp.experiments.spec_parse import load_spec_file
 from dpexp.render.markup import SMOKE_LABEL
 
 #: Columns added by the results schema (README "Results schema"); rows cached before the
@@ -109,9 +113,6 @@ def _base_name(key: str) -> str:
 
 def _paper_datasets(spec: ExperimentSpec) -> list:
     """The paper-scale dataset list (the scaled spec keeps only the smoke subset)."""
-    from dpexp.errors import DpexpError
-    from dpexp.experiments.spec import load_spec_file
-
     try:
         return load_spec_file(spec.path).datasets
     except (OSError, DpexpError):
@@ -148,9 +149,6 @@ def dataset_display(spec: ExperimentSpec, keys, paper_datasets: list | None = No
 
 def dataset_tasks(keys, frame: pd.DataFrame | None = None) -> dict[str, str]:
     """classification/regression of each key (registry; else guessed from its metrics)."""
-    from dpexp.datasets.registry import get_dataset_info
-    from dpexp.errors import DpexpError
-
     out = {}
     for k in keys:
         try:
@@ -175,8 +173,6 @@ class RenderContext:
     algorithms: dict[str, str] = field(default_factory=dict)
 
     def title(self, spec: ExperimentSpec, width: int = 110) -> str:
-        import textwrap
-
         head = f"{spec.artefact} — {spec.paper}"
         if self.scale == "smoke":
             head += f" [{SMOKE_LABEL}]"

@@ -9,12 +9,14 @@ amber explained, red unexplained/fail, grey not run or not evaluated (smoke).
 
 from __future__ import annotations
 
+import base64
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpexp.render.markup import embed_images
+from markdown_it import MarkdownIt
 
 #: CSS classes of a verdict (the same in the verdict table and the per-artefact sections).
 GOOD, WARN, BAD, NONE = "v-good", "v-warn", "v-bad", "v-none"
@@ -62,9 +64,10 @@ class Block:
     anchor: str | None = None
 
 
-def _markdown_it():
-    from markdown_it import MarkdownIt
+_IMAGE_LINE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)\s*$")
 
+
+def _markdown_it() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
 
 
@@ -87,6 +90,20 @@ def _mark_verdicts(tokens: list) -> None:
             continue
         if cls:
             tok.attrSet("class", cls)
+
+
+def embed_images(markdown: str, base_dir: Path) -> str:
+    """Replace image lines whose file exists with base64 data URIs (self-contained HTML)."""
+    out = []
+    for line in markdown.splitlines():
+        m = _IMAGE_LINE.match(line)
+        if m and not m["src"].startswith("data:"):
+            p = (Path(base_dir) / m["src"]).resolve()
+            if p.is_file() and p.suffix.lower() == ".png":
+                data = base64.b64encode(p.read_bytes()).decode()
+                line = f"![{m['alt']}](data:image/png;base64,{data})"
+        out.append(line)
+    return "\n".join(out)
 
 
 def render_block(block: Block, base_dir: Path) -> str:
@@ -114,6 +131,12 @@ def markdown_of(blocks: Sequence[Block]) -> str:
             parts.append(f'<a id="{html.escape(b.anchor)}"></a>\n')
         parts.append(b.markdown.rstrip("\n") + "\n")
     return "\n".join(parts)
+
+
+def markdown_to_html(markdown: str, base_dir: Path, title: str = "dpexp report") -> str:
+    """Self-contained HTML of one Markdown text (images under ``base_dir`` embedded), rendered
+    as the report's blocks are."""
+    return page([Block(markdown)], base_dir, title)
 
 
 def page(blocks: Sequence[Block], base_dir: Path, title: str = "dpexp report") -> str:

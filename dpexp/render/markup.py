@@ -1,18 +1,15 @@
-"""Markdown helpers shared by the tables and the report, and Markdown -> HTML.
+"""Markdown helpers shared by the tables, the figures and the report.
 
 Spec text (captions, notes, labels such as ``g*_l`` or ``synthF[n_samples=3000]``) is data,
 not markup: :func:`md_escape` backslash-escapes every character CommonMark could read as
 emphasis, a link, code or a table separator, so it shows literally in ``REPORT.md`` and in
-the HTML. The HTML is rendered by markdown-it-py (a dependency of rich, which dpexp
-requires) with raw HTML disabled, so nothing in a spec can inject markup either
-(:mod:`dpexp.render.html`).
+the HTML (rendered by :mod:`dpexp.render.html` with raw HTML disabled, so nothing in a spec
+can inject markup either).
 """
 
 from __future__ import annotations
 
-import base64
 import re
-from pathlib import Path
 
 #: Said in every smoke-scale figure title, table heading and report section.
 SMOKE_LABEL = "smoke — not the paper's setting"
@@ -20,8 +17,6 @@ SMOKE_LABEL = "smoke — not the paper's setting"
 # CommonMark's ASCII punctuation that can start or end an inline construct (emphasis,
 # code, links, images, autolinks, raw HTML, entities) or a table cell.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~&])")
-
-_IMAGE_LINE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)\s*$")
 
 
 def md_escape(text: object) -> str:
@@ -45,25 +40,3 @@ def caveat_box(title: str, lines: list[str]) -> list[str]:
     out = [f"> **{title}**", ">"]
     out += [f"> - {line}" for line in lines]
     return [*out, ""]
-
-
-def embed_images(markdown: str, base_dir: Path) -> str:
-    """Replace image lines whose file exists with base64 data URIs (self-contained HTML)."""
-    out = []
-    for line in markdown.splitlines():
-        m = _IMAGE_LINE.match(line)
-        if m and not m["src"].startswith("data:"):
-            p = (Path(base_dir) / m["src"]).resolve()
-            if p.is_file() and p.suffix.lower() == ".png":
-                data = base64.b64encode(p.read_bytes()).decode()
-                line = f"![{m['alt']}](data:image/png;base64,{data})"
-        out.append(line)
-    return "\n".join(out)
-
-
-def markdown_to_html(markdown: str, base_dir: Path, title: str = "dpexp report") -> str:
-    """Self-contained HTML of ``markdown`` (images under ``base_dir`` embedded; see
-    :mod:`dpexp.render.html`, which renders the report's blocks the same way)."""
-    from dpexp.render.html import Block, page
-
-    return page([Block(markdown)], base_dir, title)

@@ -25,9 +25,10 @@ import pandas as pd
 
 from dpexp.errors import DpexpError
 from dpexp.experiments.cache import atomic_write_text
+from dpexp.experiments.results import cached_results
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
-from dpexp.render.aggregate import aggregate, attach_paper_values
+from dpexp.render.aggregate import aggregate
 from dpexp.render.figures import render_figure
 from dpexp.render.frame import (
     NOT_DP_TITLE,
@@ -39,6 +40,8 @@ from dpexp.render.frame import (
     replicate_statement,
 )
 from dpexp.render.markup import SMOKE_LABEL, caveat_box, md_code, md_escape
+from dpexp.render.paper_values import attach_paper_values
+from dpexp.render.significance import wilcoxon_markdown, wilcoxon_table
 from dpexp.render.tables import render_table
 
 _FILTER_FIELDS = (("datasets", "dataset"), ("algorithms", "algorithms"), ("epsilons", "eps"),
@@ -140,8 +143,6 @@ def _header(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, agg: pd.DataF
 
 def _significance(spec: ExperimentSpec, frame: pd.DataFrame, scale: str, md_path: Path,
                   base: Path) -> list[Path]:
-    from dpexp.render.significance import wilcoxon_markdown, wilcoxon_table
-
     ref = spec.significance["reference"]
     metric = spec.significance.get("metric", "accuracy")
     table = wilcoxon_table(frame[frame["metric_kind"] != "diagnostic"], ref, metric)
@@ -189,8 +190,6 @@ def render_experiment(spec: ExperimentSpec, scale: str, results_dir: Path, figur
     Raises :class:`NothingCachedError` (a DpexpError: a message, no traceback) when no
     cached row matches.
     """
-    from dpexp.experiments.results import cached_results
-
     res = cached_results(spec, scale, results_dir, filters, current_only=True)
     return render_frame(spec, scale, res.frame, results_dir, figures_dir,
                         missing=_count(res.missing), done=res.n_cells, filters=filters)

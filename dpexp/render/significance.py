@@ -19,9 +19,11 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+from scipy.stats import wilcoxon
 
 from dpexp.experiments.schema import REPLICATE_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
+from dpexp.render.aggregate import grid_keys_by_label, series_names
 from dpexp.render.markup import SMOKE_LABEL, md_escape
 
 #: Two-sided level at which a difference is called significant.
@@ -32,8 +34,6 @@ SIGNIFICANCE_COLUMNS = ["dataset", "epsilon", "reference", "comparator", "mean_d
 
 def _pvalue(a: pd.Series, b: pd.Series) -> float:
     """Two-sided Wilcoxon signed-rank p of the paired a - b (1.0 when every pair ties)."""
-    from scipy.stats import wilcoxon
-
     if not ((a - b) != 0).any():
         return 1.0
     return float(wilcoxon(a, b).pvalue)
@@ -95,8 +95,6 @@ def significance_table(spec: ExperimentSpec, frame: pd.DataFrame) -> pd.DataFram
     (exact quantities of the run, not results the paper tests)."""
     if not spec.significance:
         return pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
-    from dpexp.render.aggregate import grid_keys_by_label, series_names
-
     kept = frame[frame["metric_kind"] != "diagnostic"] if "metric_kind" in frame else frame
     kept = kept.assign(series=series_names(kept, grid_keys_by_label(spec))) if len(kept) else kept
     return wilcoxon_table(kept, spec.significance["reference"], spec.significance.get("metric", "accuracy"))

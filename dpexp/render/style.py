@@ -19,6 +19,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from matplotlib.colors import to_hex, to_rgb
+
 #: Width of the report's text column in CSS pixels (``max-width:1150px`` less 1em padding
 #: on each side, dpexp.render.html): a wider image is shrunk, and its panels with it.
 PAGE_WIDTH_PX = 1118
@@ -159,8 +161,6 @@ _SHADES = (0.0, 0.45, -0.35, 0.65, -0.55, 0.25, -0.2)
 
 def variant_color(key: str, variant: int) -> str:
     """The colour of the ``variant``-th series of an algorithm in a figure (0: its own)."""
-    from matplotlib.colors import to_hex, to_rgb
-
     mix = _SHADES[variant % len(_SHADES)]
     rgb = to_rgb(style_of(key).color)
     target = 1.0 if mix > 0 else 0.0

@@ -2,26 +2,27 @@
 
 Rows follow the paper's dataset order (then datasets run outside the spec's grid) and the
 spec's algorithm order; columns are named with the display names ("... (not DP)"). Beside
-a paper value, at paper scale, its verdict marker (:func:`dpexp.render.aggregate.verdict_mark`:
+a paper value, at paper scale, its verdict marker (:func:`dpexp.render.paper_values.verdict_mark`:
 ✓ reproduced by its kind's rule, "✗ (explained: shown|plausible)", ✗ unexplained;
-:func:`dpexp.render.aggregate.judge_value`). The footer counts the paper's printed values
-once each, calibration values apart (:class:`dpexp.render.aggregate.ComparisonSummary`):
+:func:`dpexp.render.paper_values.judge_value`). The footer counts the paper's printed values
+once each, calibration values apart (:class:`dpexp.render.value_status.ComparisonSummary`):
 at smoke scale none is judged.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.spec import ExperimentSpec
-from dpexp.render.aggregate import comparison_summary
 from dpexp.render.frame import RenderContext, param_values, row_param
 from dpexp.render.markup import SMOKE_LABEL, md_escape
 from dpexp.render.numbers import mean_std, plain
+from dpexp.render.value_status import comparison_summary
 
 
 def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
@@ -176,8 +177,6 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"
 
 def _latex_escape(s: str) -> str:
     """Spec text as literal LaTeX (one pass, so no replacement is escaped again)."""
-    import re
-
     return re.sub("|".join(re.escape(k) for k in _LATEX), lambda m: _LATEX[m.group(0)], s)
 
 

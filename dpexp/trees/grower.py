@@ -30,7 +30,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpexp.trees.binning import BinMapper, BinnedData, take_codes
+from dpexp.trees.binned_data import BinnedData, take_codes
+from dpexp.trees.binning import BinMapper
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import HistogramLevels, level_children
 from dpexp.trees.predict import (

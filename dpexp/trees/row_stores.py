@@ -24,14 +24,10 @@ from typing import Protocol
 
 import numpy as np
 
-from dpexp.trees.binning import BinnedData
-from dpexp.trees.histograms import (
-    DenseLayout,
-    build_hist_sparse,
-    dense_hist_into,
-    dense_layout,
-    gather_rows,
-)
+from dpexp.trees.binned_data import BinnedData
+from dpexp.trees.hist_layout import DenseLayout, dense_layout
+from dpexp.trees.hist_tasks import gather_rows
+from dpexp.trees.histograms import build_hist_sparse, dense_hist_into
 from dpexp.trees.partition import is_sorted, partition_dense, partition_rows, partition_sparse
 
 # From this many rows a tree keeps its statistics in row order, moved along by every
@@ -53,7 +49,7 @@ class GrowWorkspace:
         self._layout: tuple[BinnedData, DenseLayout] | None = None
 
     def layout(self, data: BinnedData) -> DenseLayout:
-        """The histogram kernels' :func:`~dpexp.trees.histograms.dense_layout` of dense
+        """The histogram kernels' :func:`~dpexp.trees.hist_layout.dense_layout` of dense
         ``data`` (made once for the trees of a fit, which all grow on the same table)."""
         if self._layout is None or self._layout[0] is not data:
             self._layout = (data, dense_layout(data.codes, data.sparse_codes(),

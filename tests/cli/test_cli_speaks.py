@@ -30,12 +30,12 @@ def test_help_shows_flags_as_flags(command):
 
 
 def test_ctrl_c_in_a_command_exits_130(monkeypatch):
-    import dpexp.experiments.spec as spec
+    import dpexp.experiments.catalog as catalog
 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(spec, "resolve", interrupted)
+    monkeypatch.setattr(catalog, "resolve", interrupted)
     res = CliRunner().invoke(app, ["show", "fig2"])
     assert res.exit_code == 130 and "interrupted" in res.output
 

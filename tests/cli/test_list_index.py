@@ -14,16 +14,17 @@ from typer.testing import CliRunner
 
 from dpexp.cli import app
 from dpexp.experiments import committed
+from dpexp.experiments.catalog import resolve
 from dpexp.experiments.committed import (
     committed_digests,
     committed_payloads,
     index_path,
     key_digest,
     read_index,
+    row_key,
     table_path,
     write_table,
 )
-from dpexp.experiments.spec import resolve
 from dpexp.paths import project_root
 
 RESULTS = project_root() / "results"
@@ -54,7 +55,7 @@ def test_list_uses_the_indexes_and_reads_no_committed_table(monkeypatch):
 @pytest.mark.parametrize("experiment", ["dpboost-fig2", "fletcher-fig13"])  # fig13: cells_from
 def test_index_gives_the_tables_cells(experiment):
     spec = resolve(experiment)
-    from_table = {key_digest(p["key"]) for p in committed_payloads(spec, "paper", RESULTS)}
+    from_table = {key_digest(row_key(p["rows"][0])) for p in committed_payloads(spec, "paper", RESULTS)}
     assert committed_digests(spec, "paper", RESULTS) == from_table
 
 

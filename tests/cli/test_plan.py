@@ -12,23 +12,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tiny_spec
 from typer.testing import CliRunner
 
 from dpexp.cli import app
+from dpexp.experiments import calibration, environment
 from dpexp.experiments import plan as plan_mod
 from dpexp.experiments.spec import CVScheme, DatasetRef
 
-TINY = {
-    "id": "tinyplan", "paper": "test", "artefact": "Figure 0", "kind": "figure", "caption": "c",
-    "datasets": ["synthA"],
-    "algorithms": [
-        {"name": "fletcher_forest", "label": "DP forest", "params": {"n_trees": 30}},
-        {"name": "breiman_rf", "label": "RF", "params": {"n_estimators": 5}},
-    ],
-    "epsilons": [1.0, 3.0], "cv": {"folds": 2}, "metrics": ["accuracy"],
-    "plot": {"x": "epsilon", "y": "accuracy"},
-    "scales": {"smoke": {"max_rows": 300}},
-}
+TINY = tiny_spec("tinyplan", algorithms=[
+    {"name": "fletcher_forest", "label": "DP forest", "params": {"n_trees": 30}},
+    {"name": "breiman_rf", "label": "RF", "params": {"n_estimators": 5}},
+])
 
 
 def invoke(*args):
@@ -54,17 +49,17 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 def test_training_rows_follow_the_cv_scheme_and_max_rows():
     ref = DatasetRef("synthA")  # 30,000 registered rows
-    assert plan_mod.training_rows(ref, CVScheme(folds=5), None) == 24_000
-    assert plan_mod.training_rows(ref, CVScheme(folds=3), 300) == 200
-    assert plan_mod.training_rows(ref, CVScheme(scheme="holdout", test_size=0.25), None) == 22_500
-    assert plan_mod.training_rows(DatasetRef("synthA", {"n_samples": 1000}), CVScheme(folds=2), None) == 500
-    assert plan_mod.training_rows(DatasetRef("adult_uci"), CVScheme(scheme="given"), None) == 30_162
+    assert calibration.training_rows(ref, CVScheme(folds=5), None) == 24_000
+    assert calibration.training_rows(ref, CVScheme(folds=3), 300) == 200
+    assert calibration.training_rows(ref, CVScheme(scheme="holdout", test_size=0.25), None) == 22_500
+    assert calibration.training_rows(DatasetRef("synthA", {"n_samples": 1000}), CVScheme(folds=2), None) == 500
+    assert calibration.training_rows(DatasetRef("adult_uci"), CVScheme(scheme="given"), None) == 30_162
 
 
 def test_calibration_sample_is_small_even_for_a_million_row_dataset():
     t0 = time.perf_counter()
-    sample = plan_mod.Calibrator().sample(DatasetRef("synthetic_cls"))  # 1,000,000 x 400 registered
-    assert sample.X.shape[0] == plan_mod.CALIBRATION_ROWS
+    sample = calibration.Calibrator().sample(DatasetRef("synthetic_cls"))  # 1,000,000 x 400 registered
+    assert sample.X.shape[0] == calibration.CALIBRATION_ROWS
     assert time.perf_counter() - t0 < 30  # the full dataset would be 3.2 GB of float64
 
 
@@ -106,17 +101,17 @@ def test_committed_cells_count_as_done_and_give_their_wall_times(env):
 
 
 def test_each_fit_is_calibrated_once_per_process_across_experiments(env, monkeypatch):
-    from dpexp.experiments.spec import resolve
+    from dpexp.experiments.catalog import resolve
 
     calls = []
-    original = plan_mod.Calibrator._calibrate
+    original = calibration.Calibrator._calibrate
 
     def counting(self, cell, params):
         calls.append((cell.experiment, cell.dataset.key, cell.algorithm))
         return original(self, cell, params)
 
-    monkeypatch.setattr(plan_mod.Calibrator, "_calibrate", counting)
-    shared = plan_mod.Calibrator()
+    monkeypatch.setattr(calibration.Calibrator, "_calibrate", counting)
+    shared = calibration.Calibrator()
     a, b = (plan_mod.make_plan(resolve(e).at_scale("smoke"), "smoke", env, calibrator=shared)
             for e in ("tinyplan", "tinyplan2"))
     assert a.estimated_seconds == b.estimated_seconds > 0
@@ -126,13 +121,14 @@ def test_each_fit_is_calibrated_once_per_process_across_experiments(env, monkeyp
 
 
 def test_a_dataset_not_available_is_left_out_and_not_loaded(env, monkeypatch):
-    monkeypatch.setattr(plan_mod, "_downloaded", lambda *args: False)
+    monkeypatch.setattr(calibration, "downloaded", lambda *args: False)
+    monkeypatch.setattr(environment, "downloaded", lambda *args: False)
     monkeypatch.delenv("DPEXP_DATA_MIRROR", raising=False)
 
     def no_loading(*args, **kwargs):
         raise AssertionError("plan loaded a dataset")
 
-    monkeypatch.setattr("dpexp.datasets.load_dataset", no_loading)
+    monkeypatch.setattr(calibration, "load_dataset", no_loading)
     res = invoke("plan", "tinyplan", "--results-dir", env)
     assert res.exit_code == 0, res.output
     assert "cells not estimated" not in res.output and "to compute: 6 unavailable" in res.output
@@ -141,7 +137,7 @@ def test_a_dataset_not_available_is_left_out_and_not_loaded(env, monkeypatch):
 
 
 def test_no_calibrate_times_nothing(env, monkeypatch):
-    monkeypatch.setattr(plan_mod.Calibrator, "_calibrate", lambda *a: pytest.fail("calibrated"))
+    monkeypatch.setattr(calibration.Calibrator, "_calibrate", lambda *a: pytest.fail("calibrated"))
     p = json.loads(invoke("plan", "tinyplan", "--results-dir", env, "--no-calibrate", "--json").stdout)
     assert p["unestimated_cells"] == 6 and p["estimated_seconds"] == 0
     assert all(g["method"] == "unknown: not calibrated (--no-calibrate)" for g in p["groups"])
@@ -151,17 +147,17 @@ def test_a_failing_calibration_is_reported_not_raised(env, monkeypatch):
     def broken(self, cell, params):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(plan_mod.Calibrator, "_calibrate", broken)
+    monkeypatch.setattr(calibration.Calibrator, "_calibrate", broken)
     p = json.loads(invoke("plan", "tinyplan", "--results-dir", env, "--json").stdout)
     assert all(g["method"] == "unknown: calibration failed (RuntimeError: boom)" for g in p["groups"])
     assert p["todo_by_kind"]["unknown"] == 6 and not math.isnan(p["estimated_seconds"])
 
 
 def test_calibration_stops_at_its_time_budget(env):
-    from dpexp.experiments.spec import resolve
+    from dpexp.experiments.catalog import resolve
 
     spec = resolve("tinyplan").at_scale("smoke")
-    p = plan_mod.make_plan(spec, "smoke", env, calibrator=plan_mod.Calibrator(budget_seconds=0))
+    p = plan_mod.make_plan(spec, "smoke", env, calibrator=calibration.Calibrator(budget_seconds=0))
     assert p.todo_by_kind() == {"measured": 0, "measured-other": 0, "extrapolated": 0, "unknown": 6,
                                  "unavailable": 0}
     assert {g.method for g in p.groups} == {"unknown: calibration time budget (0 s) spent"}

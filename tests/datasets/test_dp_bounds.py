@@ -74,9 +74,9 @@ def test_overspending_is_refused():
 
 
 def test_audit_passes_the_dp_estimate_and_flags_the_observed_domain():
-    """dpexp.privacy.domain_audit: quick audit (2,000 draws) of both targets."""
-    from dpexp.privacy.audit import run_target
-    from dpexp.privacy.domain_audit import AUDIT_TARGETS, BROKEN_AUDIT_TARGETS
+    """dpexp.audit.domain_targets: quick audit (2,000 draws) of both targets."""
+    from dpexp.audit.domain_targets import AUDIT_TARGETS, BROKEN_AUDIT_TARGETS
+    from dpexp.audit.run import run_target
 
     (dp,), (observed,) = AUDIT_TARGETS, BROKEN_AUDIT_TARGETS
     assert run_target(dp, quick=True).passed

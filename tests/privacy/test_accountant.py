@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import dpexp
 from dpexp.errors import BudgetExceededError as ErrorsBudgetExceeded
 from dpexp.privacy import Accountant, BudgetExceededError
+from dpexp.privacy.accountant import compact_ledger
 
 spend = st.tuples(st.floats(1e-4, 2.0), st.sampled_from([0.0, 1e-7, 1e-5]))
 tree = st.recursive(
@@ -186,8 +187,6 @@ def test_batched_releases_cost_what_a_parallel_scope_costs():
 
 
 def test_compact_ledger_aggregates_per_scope_and_mechanism():
-    from dpexp.privacy.accountant import compact_ledger
-
     acc = Accountant(epsilon=1.0)
     with acc.sequential("tree 0"):
         for depth in range(3):

@@ -1,4 +1,5 @@
-"""Unit tests of the primitive mechanisms: validation, calibration and distributions."""
+"""Unit tests of the primitive mechanisms: validation and distributions (their
+calibration: tests/privacy/test_calibration.py)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,20 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import stats
 
 from dpexp.privacy import (
     analytic_gaussian_sigma,
+    discrete_laplace_mechanism,
     exponential_mechanism,
-    gaussian_delta,
     gaussian_mechanism,
     gaussian_sigma_classic,
     laplace_mechanism,
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
 )
-from dpexp.privacy.mechanisms import discrete_laplace_mechanism
-from dpexp.privacy.samplers import gaussian_grid, laplace_grid
+from dpexp.privacy.grids import gaussian_grid, laplace_grid
+from dpexp.privacy.randomness import SecureGenerator
 
 
 @pytest.fixture
@@ -85,11 +86,6 @@ def test_rng_must_be_a_generator():
         exponential_mechanism([0.0], epsilon=1.0, sensitivity=1.0, rng=None)
 
 
-def test_classic_gaussian_refuses_epsilon_at_least_one():
-    with pytest.raises(ValueError, match="epsilon must be < 1"):
-        gaussian_sigma_classic(epsilon=1.0, delta=1e-5, sensitivity=1.0)
-
-
 def test_laplace_shape_and_scale(rng):
     assert isinstance(laplace_mechanism(3.0, epsilon=1.0, sensitivity=1.0, rng=rng), float)
     x = laplace_mechanism(np.zeros((200, 500)), epsilon=0.5, sensitivity=2.0, rng=rng)
@@ -116,42 +112,6 @@ def test_discrete_laplace_mechanism_scale(rng):
     q = math.exp(-0.25)  # scale 2 / 0.5 = 4
     assert x.dtype == np.int64
     assert np.var(x) == pytest.approx(2 * q / (1 - q) ** 2, rel=0.03)
-
-
-def test_classic_sigma_formula():
-    sigma = gaussian_sigma_classic(epsilon=0.5, delta=1e-5, sensitivity=2.0)
-    assert sigma == pytest.approx(math.sqrt(2 * math.log(1.25 / 1e-5)) * 2.0 / 0.5)
-
-
-def _hockey_stick(eps: float, sigma: float, sens: float) -> float:
-    """delta(eps) = integral of (p(x - sens) - e^eps p(x))_+ (independent of the closed form)."""
-
-    def f(x: float) -> float:
-        return max(
-            0.0, stats.norm.pdf(x, sens, sigma) - math.exp(eps) * stats.norm.pdf(x, 0.0, sigma)
-        )
-
-    val, _ = integrate.quad(f, -20 * sigma, 20 * sigma + sens, limit=400, points=[sens / 2])
-    return val
-
-
-@pytest.mark.parametrize("eps,sigma", [(0.5, 2.0), (1.0, 1.0), (2.0, 0.7), (0.1, 5.0)])
-def test_gaussian_delta_matches_hockey_stick_integral(eps, sigma):
-    assert gaussian_delta(epsilon=eps, sigma=sigma, sensitivity=1.0) == pytest.approx(
-        _hockey_stick(eps, sigma, 1.0), rel=1e-4, abs=1e-10
-    )
-
-
-@pytest.mark.parametrize("eps", [0.05, 0.5, 0.99, 1.0, 3.0, 10.0])
-@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
-def test_analytic_sigma_is_tight_and_below_classic(eps, delta):
-    sigma = analytic_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=1.5)
-    assert gaussian_delta(epsilon=eps, sigma=sigma, sensitivity=1.5) <= delta
-    assert gaussian_delta(epsilon=eps, sigma=sigma * (1 - 1e-6), sensitivity=1.5) > delta * (
-        1 - 1e-3
-    )
-    if eps < 1:
-        assert sigma < gaussian_sigma_classic(epsilon=eps, delta=delta, sensitivity=1.5)
 
 
 def test_gaussian_mechanism_noise_scale(rng):
@@ -228,8 +188,6 @@ def test_smooth_sensitivity_2017_formula(rng):
 def test_selection_never_returns_a_zero_weight_candidate_at_the_top_uniform():
     """U * total can round up to total: the draw must fall back on the last candidate
     with positive weight, never on a trailing one of probability 0."""
-    from dpexp.privacy.randomness import SecureGenerator
-
     class TopUniform(SecureGenerator):
         def random(self, size=None):
             return np.full(() if size is None else size, 1.0 - 2.0**-53)
@@ -242,8 +200,6 @@ def test_selection_never_returns_a_zero_weight_candidate_at_the_top_uniform():
 
 
 def test_selection_matches_softmax_over_many_candidates(rng):
-    from scipy import stats
-
     u = rng.normal(scale=3.0, size=40)
     p = np.exp(u / 2 - np.max(u / 2))
     p /= p.sum()
@@ -253,3 +209,29 @@ def test_selection_matches_softmax_over_many_candidates(rng):
     obs = np.append(counts[keep], counts[~keep].sum()) if (~keep).any() else counts
     exp = (np.append(p[keep], p[~keep].sum()) if (~keep).any() else p) * 200_000
     assert stats.chisquare(obs, exp).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), None])
+def test_discrete_laplace_mechanism_rejects_bad_epsilon(eps, rng):
+    with pytest.raises(ValueError, match="epsilon"):
+        discrete_laplace_mechanism([1, 2], epsilon=eps, rng=rng)
+
+
+@pytest.mark.parametrize("sens", [1.5, -1, float("nan"), float("inf"), True, "a"])
+def test_discrete_laplace_mechanism_rejects_non_integer_sensitivity(sens, rng):
+    with pytest.raises(ValueError, match="sensitivity"):
+        discrete_laplace_mechanism([1, 2], epsilon=1.0, sensitivity=sens, rng=rng)
+
+
+def test_discrete_laplace_mechanism_values_and_types(rng):
+    with pytest.raises(ValueError, match="counts"):
+        discrete_laplace_mechanism([1.5, 2], epsilon=1.0, rng=rng)
+    with pytest.raises(ValueError, match="counts"):
+        discrete_laplace_mechanism([float("nan")], epsilon=1.0, rng=rng)
+    with pytest.raises(TypeError, match="rng"):
+        discrete_laplace_mechanism([1], epsilon=1.0, rng=0)
+    out = discrete_laplace_mechanism(np.array([[3, 4], [5, 6]]), epsilon=1.0, sensitivity=2.0, rng=rng)
+    assert out.dtype == np.int64 and out.shape == (2, 2)
+    assert isinstance(discrete_laplace_mechanism(3.0, epsilon=1.0, rng=rng), int)
+    np.testing.assert_array_equal(discrete_laplace_mechanism([3, 4], epsilon=1.0, sensitivity=0, rng=rng),
+                                  [3, 4])

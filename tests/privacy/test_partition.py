@@ -14,8 +14,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpexp.audit.broken_targets import position_blocks
 from dpexp.privacy import RecordIds, record_ids, record_partition, record_partition_batch
-from dpexp.privacy.audit_fixtures import position_blocks
 from dpexp.privacy.partition import keyed_uniform, mix64, mix64_scalar
 
 MASK = (1 << 64) - 1

@@ -1,4 +1,5 @@
-"""The exact samplers (dpexp.privacy.samplers): laws, calibration, output sets, streams.
+"""The exact samplers (dpexp.privacy.samplers, dpexp.privacy.sampler_kernels): laws,
+the empty-leaf kernels shared with Fletcher/JPW, word streams, parameter checks.
 
 Law tests compare ~1e5 draws (fixed seeds) with the exact pmf by a chi-square test, and
 check that the same test rejects a slightly wrong law, so they can fail.
@@ -7,31 +8,28 @@ check that the same test rejects a slightly wrong law, so they can fail.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from dpexp.papers.fletcher.trees import draw_empty_leaf_secret, empty_leaf_label, empty_leaf_laplace
-from dpexp.privacy.mechanisms import (
-    analytic_gaussian_sigma,
-    discrete_laplace_mechanism,
-    gaussian_mechanism,
-    laplace_mechanism,
+from dpexp.papers.fletcher import audit as fa
+from dpexp.papers.fletcher.comparators import JPWForestClassifier
+from dpexp.papers.fletcher.trees import (
+    draw_empty_leaf_secret,
+    empty_leaf_label,
+    empty_leaf_laplace,
+    empty_leaves,
 )
+from dpexp.privacy.calibration import discrete_gaussian_variance, discrete_laplace_scale
+from dpexp.privacy.mechanisms import discrete_laplace_mechanism, laplace_mechanism
 from dpexp.privacy.randomness import SecureGenerator, random_words, secure_generator
+from dpexp.privacy.sampler_kernels import SCALE_LIMIT
 from dpexp.privacy.samplers import (
-    SCALE_LIMIT,
     bernoulli,
     bernoulli_exp,
     discrete_gaussian,
-    discrete_gaussian_delta,
-    discrete_gaussian_variance,
     discrete_laplace,
-    discrete_laplace_scale,
-    gaussian_grid,
-    laplace_grid,
     uniform_below,
 )
 
@@ -121,106 +119,7 @@ def test_uniform_below_law(bound):
         assert stats.kstest(draws.astype(float) / bound, "uniform").pvalue > 1e-4
 
 
-# ------------------------------------------------------------------------ calibration
-
-
-EPSILONS = [0.1, 1 / 3, 1.0, 0.7, 2.5, 1e-6, 8.125, 0.123456789, 100.0]
-
-
-@pytest.mark.parametrize("eps", EPSILONS)
-@pytest.mark.parametrize("sens", [1, 2, 3, 0.37, 1e-3, 12345.678])
-def test_scale_is_never_rounded_down(eps, sens):
-    t, s = discrete_laplace_scale(epsilon=eps, sensitivity=sens)
-    exact = Fraction(sens) / Fraction(eps)
-    assert 0 < t < SCALE_LIMIT and 0 < s < SCALE_LIMIT
-    assert Fraction(t, s) >= exact
-    assert Fraction(t, s) - exact <= exact * Fraction(1, 2**40) + Fraction(1, 2**46)
-
-
-@pytest.mark.parametrize("eps", EPSILONS)
-@pytest.mark.parametrize("sens", [1.0, 0.37, 2.0**-30, 1e6])
-def test_laplace_grid_depends_on_parameters_only_and_covers_rounding(eps, sens):
-    plan = laplace_grid(epsilon=eps, sensitivity=sens)
-    g = Fraction(2) ** plan.exponent
-    assert plan.steps * g > Fraction(sens)  # floor(sens / g) + 1 steps
-    assert 2**20 <= Fraction(sens) / g < 2**21
-    assert Fraction(plan.t, plan.s) >= Fraction(plan.steps) / Fraction(eps)
-
-
-@pytest.mark.parametrize("eps,delta,calibration", [
-    (1.0, 1e-5, "analytic"), (0.5, 1e-6, "classic"), (0.1, 1e-5, "analytic"),
-    (4.0, 1e-8, "analytic"), (0.9, 1e-3, "classic"), (0.001, 1e-5, "analytic"),
-])
-def test_gaussian_grid_meets_delta(eps, delta, calibration):
-    plan = gaussian_grid(epsilon=eps, delta=delta, sensitivity=1.5, calibration=calibration)
-    assert plan.steps * Fraction(2) ** plan.exponent > Fraction(1.5)
-    assert discrete_gaussian_delta(epsilon=eps, sigma2=plan.sigma2, sensitivity=plan.steps) <= delta
-    if calibration == "analytic":
-        sigma = analytic_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=float(plan.steps))
-        assert plan.sigma2 >= sigma**2
-
-
-@pytest.mark.parametrize("target", [1, 2, 17, 10**6 + 3, Fraction(10**9, 7), 2.5e13])
-def test_discrete_gaussian_variance_rounds_up(target):
-    t, m = discrete_gaussian_variance(target)
-    assert t * m >= target and t * m - Fraction(target) < t + 1
-    assert abs(t - m) <= 2 + m // 10**3
-
-
-@pytest.mark.parametrize("eps,sigma,sens", [(1.0, 5000, 1200), (0.5, 9000, 3000), (3.0, 6000, 4000)])
-def test_large_sigma_delta_is_an_upper_bound(eps, sigma, sens):
-    """Above sigma = 4096 the delta is bounded by integrals: never below the exact sum."""
-    z = np.arange(-60 * sigma, 60 * sigma + 1)
-    w = np.exp(-(z.astype(float) ** 2) / (2.0 * sigma**2))
-    w /= w.sum()
-    mid = Fraction(eps) * sigma**2 / sens
-    exact = w[z > mid - Fraction(sens, 2)].sum() - math.exp(eps) * w[z > mid + Fraction(sens, 2)].sum()
-    bound = discrete_gaussian_delta(epsilon=eps, sigma2=sigma**2, sensitivity=sens)
-    assert exact <= bound <= exact * 1.05
-
-
-@pytest.mark.parametrize("eps,sigma2,sens", [(1.0, 16, 1), (0.5, 100, 3), (2.0, 2, 1)])
-def test_discrete_gaussian_delta_is_the_hockey_stick_divergence(eps, sigma2, sens):
-    z = np.arange(-2000, 2001)
-    p = dgauss_pmf(z, sigma2)
-    q = dgauss_pmf(z - sens, sigma2)
-    brute = np.maximum(0.0, q - math.exp(eps) * p).sum()
-    assert discrete_gaussian_delta(epsilon=eps, sigma2=sigma2, sensitivity=sens) == pytest.approx(
-        brute, rel=1e-9, abs=1e-15)
-
-
-# ---------------------------------------------------------------- output sets (Mironov)
-
-
-def on_grid(x: np.ndarray, exponent: int) -> bool:
-    k = np.ldexp(np.asarray(x, dtype=np.float64), -exponent)
-    return bool(np.all(k == np.rint(k)) and np.all(np.abs(k) < 2**53))
-
-
-def test_value_0_and_value_1_release_on_the_same_grid():
-    """The exact-float-bits distinguisher: with a textbook sampler the doubles reachable
-    from value 1 are not those reachable from value 0 (Mironov 2012); here both are the
-    public grid g*Z, of which every point has positive probability."""
-    plan = laplace_grid(epsilon=1.0, sensitivity=1.0)
-    a = laplace_mechanism(np.zeros(N), epsilon=1.0, sensitivity=1.0, rng=rng(1))
-    b = laplace_mechanism(np.ones(N), epsilon=1.0, sensitivity=1.0, rng=rng(2))
-    assert on_grid(a, plan.exponent) and on_grid(b, plan.exponent)
-    # the textbook sampler fails the same check: the test can fail
-    old = 1.0 + rng(3).laplace(0.0, 1.0, size=1000)
-    assert not on_grid(old, plan.exponent)
-    gplan = gaussian_grid(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="analytic")
-    for value in (0.0, 1.0, 0.3):
-        x = gaussian_mechanism(np.full(1000, value), epsilon=1.0, delta=1e-5, sensitivity=1.0,
-                               rng=rng(4), calibration="analytic")
-        assert on_grid(x, gplan.exponent)
-
-
-def test_grid_release_law_is_the_discrete_laplace_around_the_rounded_value():
-    plan = laplace_grid(epsilon=1.0, sensitivity=1.0)
-    x = laplace_mechanism(np.full(N, 0.3), epsilon=1.0, sensitivity=1.0, rng=rng(6))
-    k = np.ldexp(x, -plan.exponent).astype(np.int64) - int(np.rint(0.3 * 2.0**-plan.exponent))
-    # scale t/s = steps/epsilon ~ 2**20 grid steps: check the law on coarse bins
-    assert stats.kstest(k / (plan.t / plan.s), stats.laplace.cdf).pvalue > 1e-4
+# ------------------------------------------------------- empty leaves (shared kernels)
 
 
 def test_empty_and_canary_leaf_counts_share_integers_and_law():
@@ -241,9 +140,6 @@ def test_empty_and_canary_leaf_counts_share_integers_and_law():
 
 
 def test_jpw_releases_integer_counts_for_empty_and_non_empty_leaves():
-    from dpexp.papers.fletcher import audit as fa
-    from dpexp.papers.fletcher.comparators import JPWForestClassifier
-
     X, y = fa.dataset("jpw")
     est = JPWForestClassifier(n_trees=2, max_depth=1, feature_domain=fa.JPW_DOMAIN, classes=fa.CLASSES,
                               random_state=0, noise_rng=rng(10)).fit(X, y)
@@ -280,17 +176,15 @@ def test_outputs_do_not_depend_on_the_buffer_size(name):
 
 
 def test_empty_leaf_counts_do_not_depend_on_the_word_chunk():
-    from dpexp.papers.fletcher import trees
-
     secret = draw_empty_leaf_secret(rng(14))
     keys = np.arange(300, dtype=np.uint64)
     tr = np.zeros(300, dtype=np.int64)
     t, s = discrete_laplace_scale(epsilon=0.3, sensitivity=1)
     reference = np.empty((300, 3), dtype=np.int64)
-    trees._empty_discrete_laplace(secret, tr, keys, np.uint64(t), np.uint64(s), reference)
+    empty_leaves._empty_discrete_laplace(secret, tr, keys, np.uint64(t), np.uint64(s), reference)
     for chunk in (1, 2, 5, 7):
         out = np.empty((300, 3), dtype=np.int64)
-        trees._empty_discrete_laplace(secret, tr, keys, np.uint64(t), np.uint64(s), out, chunk=chunk)
+        empty_leaves._empty_discrete_laplace(secret, tr, keys, np.uint64(t), np.uint64(s), out, chunk=chunk)
         np.testing.assert_array_equal(out, reference)
     np.testing.assert_array_equal(empty_leaf_laplace(secret, 0, keys, 3, 0.3), reference)
 
@@ -315,34 +209,6 @@ def test_secure_generator_path():
 
 
 # ------------------------------------------------------------------------ validation
-
-
-@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), None])
-def test_discrete_laplace_mechanism_rejects_bad_epsilon(eps):
-    with pytest.raises(ValueError, match="epsilon"):
-        discrete_laplace_mechanism([1, 2], epsilon=eps, rng=rng())
-    with pytest.raises(ValueError, match="epsilon"):
-        discrete_laplace_scale(epsilon=eps, sensitivity=1)
-
-
-@pytest.mark.parametrize("sens", [1.5, -1, float("nan"), float("inf"), True, "a"])
-def test_discrete_laplace_mechanism_rejects_non_integer_sensitivity(sens):
-    with pytest.raises(ValueError, match="sensitivity"):
-        discrete_laplace_mechanism([1, 2], epsilon=1.0, sensitivity=sens, rng=rng())
-
-
-def test_discrete_laplace_mechanism_values_and_types():
-    with pytest.raises(ValueError, match="counts"):
-        discrete_laplace_mechanism([1.5, 2], epsilon=1.0, rng=rng())
-    with pytest.raises(ValueError, match="counts"):
-        discrete_laplace_mechanism([float("nan")], epsilon=1.0, rng=rng())
-    with pytest.raises(TypeError, match="rng"):
-        discrete_laplace_mechanism([1], epsilon=1.0, rng=0)
-    out = discrete_laplace_mechanism(np.array([[3, 4], [5, 6]]), epsilon=1.0, sensitivity=2.0, rng=rng())
-    assert out.dtype == np.int64 and out.shape == (2, 2)
-    assert isinstance(discrete_laplace_mechanism(3.0, epsilon=1.0, rng=rng()), int)
-    np.testing.assert_array_equal(discrete_laplace_mechanism([3, 4], epsilon=1.0, sensitivity=0, rng=rng()),
-                                  [3, 4])
 
 
 def test_sampler_parameters_are_checked():

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpexp.trees.binning import domain_thresholds, fit_bin_mapper
+from dpexp.trees.binning import (
+    BinMapper,
+    categorical_thresholds,
+    domain_thresholds,
+    fit_bin_mapper,
+    quantile_thresholds,
+)
 
 
 def test_domain_grid_is_data_independent():
@@ -64,8 +70,6 @@ def test_grid_codes_equal_the_binary_search(dtype):
     """Features on an even grid take the guess-and-step kernel, the others a binary search:
     both give ``searchsorted(thresholds, x, side="left")`` exactly, at the thresholds
     themselves, one ulp either side, NaN (code 0) and the infinities."""
-    from dpexp.trees.binning import BinMapper, categorical_thresholds, quantile_thresholds
-
     rng = np.random.default_rng(1)
     n = 5000
     X = rng.standard_normal((n, 7)) * 3

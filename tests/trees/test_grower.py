@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+import dpexp.trees.grower as grower
+from dpexp.privacy import seeded_noise
+from dpexp.registry import make_estimator
 from dpexp.trees.binning import fit_bin_mapper
 from dpexp.trees.grower import SplitContext, grow_tree
 from dpexp.trees.histograms import build_hist_dense, build_hist_sparse, reference_histograms
@@ -101,10 +104,6 @@ def test_compact_rows_grow_the_same_trees_and_scores(monkeypatch):
     """A tree on a small share of a large table is grown on a compact copy of its rows:
     the same histograms in the same order, so the same trees, private draws, leaf
     segments and boosting scores as in place, for DPBoost (subsets), PARA and SEQ."""
-    import dpexp.trees.grower as grower
-    from dpexp.privacy import seeded_noise
-    from dpexp.registry import make_estimator
-
     rng = np.random.default_rng(3)
     X = rng.normal(size=(4000, 12))  # continuous: no sparse feature, so compactable
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=4000) > 0).astype(int)

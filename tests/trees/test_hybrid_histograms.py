@@ -8,7 +8,7 @@ import pytest
 
 from dpexp.trees import histograms as HG
 from dpexp.trees import parallel as PAR
-from dpexp.trees.binning import sparse_feature_codes
+from dpexp.trees.sparse_features import sparse_feature_codes
 
 
 def _mixed_codes(rng, n=3000, n_cont=5, n_onehot=12, n_words=0):

@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpexp.papers.dpboost.estimators import NPGBDTRegressor
 from dpexp.trees import histograms as HG
 from dpexp.trees import level_histograms as LH
+from dpexp.trees.hist_layout import feature_block
 
 
 def _level(n_rows, n_nodes, seed, *, subset=1.0):
@@ -50,7 +52,7 @@ def test_merged_build_equals_node_by_node(n_features, n_nodes, unit_last, monkey
     got = np.full(shape, 7.0)
     assert LH.merged_hist_into(codes, stats, order, starts, ends, got, slots,
                                np.arange(n_features), unit_last=unit_last,
-                               fblock=HG.feature_block(n_features), n_rows=order.size)
+                               fblock=feature_block(n_features), n_rows=order.size)
     np.testing.assert_array_equal(got, want)  # bit for bit, untouched slots too
     assert np.all(got[:3] == 7.0)
 
@@ -132,8 +134,6 @@ def test_dense_hist_into_takes_the_merged_path_only_where_it_applies(monkeypatch
 def test_grown_trees_do_not_change(monkeypatch):
     """A whole NP fit on a table large enough for the merged path equals the fit with it
     switched off, tree for tree."""
-    from dpexp.papers.dpboost.estimators import NPGBDTRegressor
-
     rng = np.random.default_rng(9)
     X = rng.normal(size=(3000, 40))
     y = np.tanh(X[:, 0] + X[:, 1] * X[:, 2]) + 0.1 * rng.normal(size=3000)

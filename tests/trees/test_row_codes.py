@@ -1,4 +1,4 @@
-"""Row-major histogram codes (:class:`dpexp.trees.binning.RowCodes`) and the compiled
+"""Row-major histogram codes (:class:`dpexp.trees.row_codes.RowCodes`) and the compiled
 per-depth bookkeeping (:func:`dpexp.trees.levels.level_children`): the same
 histograms and trees as the column kernels and the step-by-step bookkeeping."""
 
@@ -10,14 +10,17 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpexp.trees import binning as B
 from dpexp.trees import grower as G
 from dpexp.trees import histograms as HG
 from dpexp.trees import levels as LV
 from dpexp.trees import parallel as PAR
 from dpexp.trees import partition as PT
-from dpexp.trees.binning import fit_bin_mapper, row_major_codes, sparse_feature_codes
+from dpexp.trees import row_codes as RC
+from dpexp.trees.binning import fit_bin_mapper
+from dpexp.trees.hist_layout import dense_layout
 from dpexp.trees.policies import GreedySplit, NewtonLeaf
+from dpexp.trees.row_codes import row_major_codes
+from dpexp.trees.sparse_features import sparse_feature_codes
 
 
 def _codes(rng, n, n_cont=3, cont_bins=40, n_onehot=12):
@@ -94,7 +97,7 @@ def test_row_codes_must_fit_the_table():
     codes = _codes(rng, 100)
     other = row_major_codes(_codes(rng, 100, n_onehot=0))
     with pytest.raises(ValueError, match="do not fit"):
-        HG.dense_layout(codes, sparse_feature_codes(codes), other)
+        dense_layout(codes, sparse_feature_codes(codes), other)
 
 
 def _table(rng, n):
@@ -120,7 +123,7 @@ def test_trees_the_same_with_and_without_row_codes(monkeypatch, scores):
               unit_last=True)
     out = []
     for max_columns in (32, 0):
-        monkeypatch.setattr(B, "ROW_CODES_MAX_COLUMNS", max_columns)
+        monkeypatch.setattr(RC, "ROW_CODES_MAX_COLUMNS", max_columns)
         data = m.transform(X)
         assert (data.row_codes() is not None) == (max_columns > 0)
         F = np.zeros(3000) if scores else None

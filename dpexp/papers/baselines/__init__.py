@@ -1,6 +1,6 @@
 """Non-private baselines shared by several papers (Breiman's random forest)."""
 
-from dpexp.registry import AlgorithmInfo, PaperManifest
+from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 MANIFEST = PaperManifest(
     paper="baselines",
@@ -15,6 +15,7 @@ MANIFEST = PaperManifest(
             paper="fletcher-islam-2017",
             description="Breiman's random forest (scikit-learn), non-private reference.",
             default_params={"n_estimators": 100, "n_jobs": 1},
+            tree_params=TreeParams(trees="n_estimators", depth="max_depth"),
         ),
     ],
     common_test_params={"breiman_rf": {"n_estimators": 10}},

@@ -5,7 +5,7 @@ Modules: :mod:`.estimators` (the estimators on the shared grower), :mod:`.honest
 :mod:`.audit` (end-to-end audit targets).
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest
+from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 _MOD = "dpexp.papers.dpboost.estimators"
 _PAPER = "dpboost-li-2020"
@@ -22,16 +22,19 @@ MANIFEST = PaperManifest(
             name="dpboost", targets=_DP_TARGETS, private=True, paper=_PAPER,
             description="DPBoost: GDF + GLC + ensemble of ensembles (Li et al. 2020, Alg. 1-2).",
             default_params={"mode": "dpboost"},
+            tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="seq", targets=_DP_TARGETS, private=True, paper=_PAPER,
             description="SEQ baseline: every tree on all data, epsilon/T each (Section 4).",
             default_params={"mode": "seq"},
+            tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="para", targets=_DP_TARGETS, private=True, paper=_PAPER,
             description="PARA baseline: each tree on half the unused data, full epsilon (Section 4).",
             default_params={"mode": "para"},
+            tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="dpboost_honest",
@@ -43,6 +46,7 @@ MANIFEST = PaperManifest(
             description="DPBoost (clipped), not in the paper: Algorithm 2 with clipped "
                         "logistic/square gradients instead of GDF, a constant hessian, a noisy "
                         "initial score and noisy sum/count leaves, all charged to epsilon.",
+            tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="np_gbdt",
@@ -52,6 +56,7 @@ MANIFEST = PaperManifest(
             },
             private=False, paper=_PAPER,
             description="NP: non-private GBDT on the same engine (Section 4).",
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
     ],
     audit_targets=["dpexp.papers.dpboost.audit:AUDIT_TARGETS"],

@@ -10,6 +10,8 @@ DPBoost's ensembles and of PARA: the privacy proof conditions on them, Theorems 
 between draws. The output is the whole release: ``classes_``, the predictions and the
 width of ``predict_proba`` on a fixed probe set, and the split structure of every tree
 (``output="discrete"``), or the predicted value at a probe point (``output="real"``).
+The release encoders and the datasets shared with the other boosting papers are in
+:mod:`dpexp.audit.estimator_releases` and :mod:`dpexp.audit.fixtures`.
 
 Neighbours (add/remove one record, docs/PRIVACY.md):
 
@@ -35,164 +37,30 @@ Neighbours (add/remove one record, docs/PRIVACY.md):
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from dpexp.audit.defaults_path import defaults_targets
+from dpexp.audit.estimator_releases import (
+    AUDIT_EPSILON,
+    CLASSES,
+    QUICK_SAMPLES,
+    SAMPLES,
+    STRUCTURE_SEED,
+    discrete_release,
+    real_release,
+    real_valued_release,
+    tiny_public_metadata,
+)
+from dpexp.audit.fixtures import LABEL_EDGE, LABEL_EXTREME, LAST_OF_CLASS, PROBE
+from dpexp.audit.targets import AuditTarget, end_to_end_target
 from dpexp.papers.dpboost.estimators import DPBoostClassifier, DPBoostRegressor
 from dpexp.papers.dpboost.honest import HonestDPBoostClassifier, HonestDPBoostRegressor
-from dpexp.privacy.audit import AuditTarget, end_to_end_target
-from dpexp.privacy.audit_defaults import defaults_targets
-
-#: Budget claimed by the audits (a deterministic leak then shows as a bound of ~3.5-5).
-AUDIT_EPSILON = 1.0
-#: Draws per dataset and stage: a tiny fit costs a few milliseconds (4 fits per draw and
-#: pair), so the quick audit uses few draws -- still enough to expose a deterministic leak
-#: (an outcome certain under one dataset and impossible under the other gives a lower
-#: bound of ln(0.95 / 0.05) ~ 2.9 > 1 at 300 draws and alpha = 1e-6).
-QUICK_SAMPLES = 300
-SAMPLES = 5_000
-#: The fixed public structure seed of every audited fit.
-STRUCTURE_SEED = 0
-CLASSES = (0, 1)
-
-
-def tiny_public_metadata(n_features: int = 1, max_bins: int = 4) -> dict[str, Any]:
-    """Public metadata of the tiny audit datasets: every feature numeric on ``[0, 1]``."""
-    return {
-        "feature_domain": np.tile([0.0, 1.0], (n_features, 1)),
-        "categorical_features": np.zeros(n_features, dtype=bool),
-        "n_categories": np.zeros(n_features, dtype=np.int64),
-        "max_bins": max_bins,
-    }
-
-
-def noise_children(rng: np.random.Generator, size: int) -> list[np.random.Generator]:
-    """One independent noise generator per draw (children of the audit's generator)."""
-    return list(rng.spawn(size))
-
-
-def tree_codes(trees: Sequence[Any]) -> list[int]:
-    """The published split structure of ``trees`` as non-negative integers: per node,
-    ``feature + 1`` (0 = leaf) and the threshold on a 1e-6 grid (the thresholds are points
-    of the public bin grid, so this loses nothing)."""
-    out: list[int] = []
-    for tree in trees:
-        feat = np.asarray(tree.feature, dtype=np.int64)
-        thr = np.where(feat >= 0, np.asarray(tree.threshold, dtype=np.float64), 0.0)
-        out.append(int(feat.size))
-        out.extend((feat + 1).tolist())
-        out.extend(np.rint(np.nan_to_num(thr) * 1e6).astype(np.int64).clip(min=0).tolist())
-    return out
-
-
-def classifier_codes(est: Any, probe: np.ndarray, classes: Sequence[Any] = CLASSES) -> list[int]:
-    """``classes_``, the predictions on ``probe`` (index in the public label set), the
-    width of ``predict_proba`` and the trees' structure, as one row of integers."""
-    public = list(classes)
-    labels = [public.index(c) + 1 if c in public else 0 for c in est.classes_.tolist()]
-    pred = [public.index(c) for c in est.predict(probe).tolist()]
-    width = est.predict_proba(probe).shape[1] if hasattr(est, "predict_proba") else 0
-    return [len(labels), *labels, *pred, int(width), *tree_codes(est.trees_)]
-
-
-#: Width of an encoded discrete outcome: the same for every dataset of a target, so the
-#: audit can compare outcomes across neighbours (tiny models need far fewer codes).
-CODE_WIDTH = 64
-
-
-def pad_rows(rows: list[list[int]]) -> np.ndarray:
-    """Rows of possibly different lengths as one ``(size, CODE_WIDTH + 1)`` int array: the
-    length in front, then the codes shifted by 1 (0 = padding), so padding is unambiguous."""
-    out = np.zeros((len(rows), CODE_WIDTH + 1), dtype=np.int64)
-    for i, r in enumerate(rows):
-        if len(r) > CODE_WIDTH:
-            raise ValueError(f"an audit outcome has {len(r)} codes, more than {CODE_WIDTH}")
-        out[i, 0] = len(r)
-        out[i, 1 : len(r) + 1] = np.asarray(r, dtype=np.int64) + 1
-    return out
-
-
-def discrete_release(
-    make: Callable[[np.random.Generator], Any], probe: np.ndarray,
-    classes: Sequence[Any] = CLASSES,
-    codes: Callable[[Any, np.ndarray], list[int]] | None = None,
-) -> Callable[..., np.ndarray]:
-    """A release that fits ``make(noise_rng)`` on ``(X, y)`` per draw and encodes it with
-    ``codes(est, probe)`` (default :func:`classifier_codes` over ``classes``); a fit that
-    refuses the data is its own outcome (code 0)."""
-
-    def release(data: tuple[np.ndarray, np.ndarray], *, epsilon: float, delta: float,
-                rng: np.random.Generator, size: int) -> np.ndarray:
-        X, y = data
-        rows = []
-        for noise in noise_children(rng, size):
-            est = _with_budget(make(noise), epsilon, delta)
-            with warnings.catch_warnings():
-                # only the broken targets read public input from the data; they warn
-                warnings.simplefilter("ignore")
-                try:
-                    est.fit(X, y)
-                except ValueError:
-                    rows.append([0])  # the fit refused this data: an observable outcome
-                    continue
-            rows.append(classifier_codes(est, probe, classes) if codes is None
-                        else codes(est, probe))
-        return pad_rows(rows)
-
-    return release
-
-
-def _with_budget(est: Any, epsilon: float, delta: float) -> Any:
-    """``est`` set to the audited budget (``delta`` only where the estimator takes one)."""
-    est.set_params(epsilon=epsilon)
-    if "delta" in est.get_params():
-        est.set_params(delta=delta)
-    return est
-
-
-def _real_valued_release(make: Callable[[np.random.Generator], Any],
-                         read: Callable[[Any], Any]) -> Callable[..., np.ndarray]:
-    """A release that fits ``make(noise_rng)`` per draw and returns ``float(read(fitted))``."""
-
-    def release(data: tuple[np.ndarray, np.ndarray], *, epsilon: float, delta: float,
-                rng: np.random.Generator, size: int) -> np.ndarray:
-        X, y = data
-        out = np.empty(size)
-        for i, noise in enumerate(noise_children(rng, size)):
-            est = _with_budget(make(noise), epsilon, delta)
-            with warnings.catch_warnings():
-                # only the broken targets read public input from the data; they warn
-                warnings.simplefilter("ignore")
-                out[i] = float(read(est.fit(X, y)))
-        return out
-
-    return release
-
-
-def real_release(make: Callable[[np.random.Generator], Any], probe: np.ndarray
-                 ) -> Callable[..., np.ndarray]:
-    """A release that fits ``make(noise_rng)`` per draw and returns ``predict(probe)[0]``."""
-    return _real_valued_release(make, lambda est: est.predict(probe[:1])[0])
-
 
 # ----------------------------------------------------------------------------- datasets
-
-#: Five records of class 0 and the only record of class 1 (x = 0.9); its removal leaves a
-#: training set without class 1.
-_X_CLS = np.array([[0.1], [0.2], [0.3], [0.4], [0.6], [0.9]])
-_Y_CLS = np.array([0, 0, 0, 0, 0, 1])
-LAST_OF_CLASS = ((_X_CLS, _Y_CLS), (_X_CLS[:-1], _Y_CLS[:-1]))
-
-#: Regression labels in the public domain [0, 1]; the added record's label is the edge 1.
-_X_REG = np.array([[0.1], [0.3], [0.5], [0.7], [0.9]])
-_Y_REG = np.array([0.0, 0.2, 0.1, 0.3, 1.0])
-LABEL_EDGE = ((_X_REG[:-1], _Y_REG[:-1]), (_X_REG, _Y_REG))
-#: The same with an extreme label far outside anything a declared domain would allow:
-#: only a data-derived domain is moved by it.
-LABEL_EXTREME = ((_X_REG[:-1], _Y_REG[:-1]), (_X_REG, np.array([0.0, 0.2, 0.1, 0.3, 50.0])))
+# The shared ones (LAST_OF_CLASS, LABEL_EDGE, LABEL_EXTREME, PROBE) are in dpexp.audit.fixtures.
 
 #: n = 4 vs n + 1 = 5 (the canary at x = 0.95 is class 1).
 _X_N = np.array([[0.1], [0.35], [0.6], [0.8], [0.95]])
@@ -211,7 +79,6 @@ _Y_CAN_REG = np.array([0.0, 0.1, 0.0, 0.1, 1.0])
 CANARY_REG = ((_X_CAN_REG[:-1], _Y_CAN_REG[:-1]), (_X_CAN_REG, _Y_CAN_REG))
 CANARY_POINT = np.array([[1.0]])
 
-PROBE = np.array([[0.15], [0.5], [0.9]])
 _META = tiny_public_metadata()
 _TREES = {"n_trees": 2, "max_depth": 1, "learning_rate": 0.3}
 
@@ -256,7 +123,7 @@ def score_release(make: Callable[[np.random.Generator], Any], point: np.ndarray
                   ) -> Callable[..., np.ndarray]:
     """A release that fits ``make(noise_rng)`` per draw and returns the real-valued
     ``decision_function(point)[0]`` (the initial score plus every tree's leaf there)."""
-    return _real_valued_release(make, lambda est: est.decision_function(point[:1])[0])
+    return real_valued_release(make, lambda est: est.decision_function(point[:1])[0])
 
 
 def _target(name: str, algorithm: str, release: Callable[..., np.ndarray], datasets: Sequence,

@@ -50,221 +50,55 @@ GLC leaf bound, as the text of Section 3.2 intends.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import ClassifierMixin, RegressorMixin
 
+from dpexp.boosting.base import (
+    Boosted,
+    BoostingEstimator,
+    BoostingFit,
+    TreeSlot,
+    all_rows_slots,
+    store_params,
+)
 from dpexp.boosting.gbdt import (
     ScaledScoreRegressorMixin,
-    apply_tree,
     check_reg_lambda,
-    make_bin_mapper,
     not_dp_reasons,
-    prepare_predict_matrix,
-    raw_predict,
     split_sensitivity,
-    staged_raw_predict,
 )
 from dpexp.boosting.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
-from dpexp.errors import check_epsilon
-from dpexp.privacy import Accountant, exponential_mechanism, record_ids, record_partition
-from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.randomness import NOT_PRIVATE, EstimatorStreams, estimator_streams
-from dpexp.trees.grower import GrowWorkspace, SplitContext, grow_tree
-from dpexp.trees.policies import ExponentialSplit, GreedySplit, LaplaceLeaf, NewtonLeaf
-from dpexp.trees.split_search import split_gains
-
-MODES = ("dpboost", "seq", "para")
-
-# ----------------------------------------------------------------------------- formulas
-
-
-def glc_threshold(g_star: float, learning_rate: float, t: int) -> float:
-    """GLC clip of tree ``t`` (1-based): ``g* (1 - eta)^(t-1)`` (Theorem 6, Section 3.1)."""
-    return g_star * (1.0 - learning_rate) ** (t - 1)
-
-
-def leaf_sensitivity(g_star: float, reg_lambda: float, learning_rate: float, t: int,
-                     glc: bool) -> float:
-    """Delta V_t: ``min(g*/(1+lambda), 2 g*(1-eta)^(t-1))`` with GLC (Corollary 2),
-    ``g*/(1+lambda)`` without (Lemma 2, Corollary 1)."""
-    base = g_star / (1.0 + reg_lambda)
-    if not glc:
-        return base
-    return min(base, 2.0 * glc_threshold(g_star, learning_rate, t))
-
-
-def dpboost_subset_proportions(trees_per_ensemble: int, learning_rate: float) -> np.ndarray:
-    """Share of the records of tree ``te = 0..Te-1`` of an ensemble (Algorithm 2 line 6):
-    ``eta (1-eta)^te / (1 - (1-eta)^Te)``; they sum to 1."""
-    te = np.arange(trees_per_ensemble, dtype=np.float64)
-    eta = learning_rate
-    p = eta * (1.0 - eta) ** te / (1.0 - (1.0 - eta) ** trees_per_ensemble)
-    return p / max(1.0, p.sum())  # guard the float sum against exceeding 1
-
-
-def para_proportions(n_trees: int) -> np.ndarray:
-    """PARA (Section 4): tree ``k`` takes half of the unused records: shares ``2^-(k+1)``."""
-    return 0.5 ** np.arange(1, n_trees + 1, dtype=np.float64)
-
-
-def n_ensembles(n_trees: int, trees_per_ensemble: int) -> int:
-    """N_e = ceil(T / T_e) (Algorithm 2)."""
-    return math.ceil(n_trees / trees_per_ensemble)
-
-
-def per_tree_budget(mode: str, epsilon: float, n_trees: int, trees_per_ensemble: int) -> float:
-    """epsilon_t: ``epsilon / N_e`` (DPBoost), ``epsilon / T`` (SEQ), ``epsilon`` (PARA)."""
-    if mode == "dpboost":
-        return epsilon / n_ensembles(n_trees, trees_per_ensemble)
-    if mode == "seq":
-        return epsilon / n_trees
-    if mode == "para":
-        return epsilon
-    raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-
-
-LOSSES = ("square", "logistic")
-
-
-def gradients(F: np.ndarray, y: np.ndarray, loss: str, out: np.ndarray | None = None
-              ) -> np.ndarray:
-    """First-order gradients ``g`` at the scores ``F`` for labels ``y`` in [-1, 1].
-
-    ``"square"``: ``l = (F - y)^2 / 2``, ``g = F - y`` (Section 4, g*_l = 1).
-    ``"logistic"`` (classification, labels in {-1, 1}): ``l = log(1 + exp(-y F))``,
-    ``g = -y / (1 + exp(y F))`` with ``|g| < 1`` -- the binary objective of the authors'
-    LightGBM-based code, used with ``h = 1`` as Section 4 states for classification.
-    ``out``: written in place (e.g. a column of the statistics; no temporary array).
-    """
-    if loss == "square":
-        return np.subtract(F, y, out=out)
-    if loss == "logistic":
-        g = -y / (1.0 + np.exp(np.clip(y * F, -700, 700)))
-        if out is None:
-            return g
-        out[...] = g
-        return out
-    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-
-
-OBJECTIVES = ("paper", "authors")
-INIT_SCORES = ("zero", "mean", "authors")
-
-
-def exact_hessians(F: np.ndarray, loss: str, out: np.ndarray) -> np.ndarray:
-    """The loss's true second derivative at ``F`` into ``out``: 1 for the square loss,
-    ``p (1 - p)`` with ``p = 1 / (1 + exp(-F))`` for the logistic loss (LightGBM's binary
-    objective, which the authors' classification branch uses)."""
-    if loss == "square":
-        out[...] = 1.0
-        return out
-    p = 1.0 / (1.0 + np.exp(-np.clip(F, -700, 700)))
-    np.multiply(p, 1.0 - p, out=out)
-    return out
-
-
-def mean_initial_score(y: np.ndarray, loss: str) -> float:
-    """The exact, non-private initial score of LightGBM's ``boost_from_average``: the label
-    mean (square loss) or the log-odds of the share of ``+1`` labels (logistic loss)."""
-    if loss == "square":
-        return float(np.mean(y)) if y.size else 0.0
-    p = float(np.mean(y > 0)) if y.size else 0.5
-    p = min(max(p, 1e-15), 1.0 - 1e-15)
-    return math.log(p / (1.0 - p))
-
-
-def gdf_mask(gradients: np.ndarray, g_star: float) -> np.ndarray:
-    """Gradient-based data filtering (Section 3.1): keep the rows with ``|g| <= g*_l``."""
-    return np.abs(gradients) <= g_star
-
-
-class PrunedExponentialSplit:
-    """The authors' split step (``exact_growth=True``; not DP): the exponential mechanism
-    of Algorithm 1 over the candidates the fork leaves a non-zero probability, chosen with
-    the exact gains.
-
-    A candidate is kept when its exact gain beats the parent's score
-    ``G^2/(H + lambda)`` and both children have ``>= min_child_samples`` rows (the row
-    count is the last statistic, ``unit_last``); a node with no kept candidate becomes a
-    leaf. ``num_leaves`` caps the tree's leaves: per depth, only the nodes with the largest
-    exact best gain split while the leaf count allows (LightGBM grows leaf-wise; the shared
-    grower is level-wise). Spends ``epsilon`` once per depth (the split nodes hold
-    disjoint rows) with sensitivity ``Delta G``, as :class:`ExponentialSplit`; the fit is
-    marked not DP by the estimator because the kept set and the stopping read the private
-    gains.
-    """
-
-    def __init__(self, reg_lambda: float, epsilon: float, sensitivity: float,
-                 min_child_samples: int, num_leaves: int | None) -> None:
-        self.reg_lambda, self.epsilon, self.sensitivity = reg_lambda, epsilon, sensitivity
-        self.min_child_samples, self.num_leaves = min_child_samples, num_leaves
-        self._closed = 0  # leaves closed at earlier depths of the current tree
-
-    def _kept(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
-        """Exact gain over the parent ``(n_nodes, d, B-1)`` and the kept-candidate mask."""
-        gains = split_gains(ctx.hist, self.reg_lambda, ctx.n_candidates)
-        parent = ctx.totals[:, 0] ** 2 / (ctx.totals[:, 1] + self.reg_lambda)
-        delta = gains - parent[:, None, None]
-        left = np.cumsum(ctx.hist[..., -1], axis=2)[..., :-1]  # rows going left
-        right = ctx.totals[:, -1][:, None, None] - left
-        m = self.min_child_samples
-        with np.errstate(invalid="ignore"):  # NaN = not a candidate: never kept
-            keep = (delta > 0) & (left >= m) & (right >= m)
-        return delta, keep
-
-    def __call__(self, ctx: SplitContext) -> tuple[np.ndarray, np.ndarray]:
-        if ctx.depth == 0:
-            self._closed = 0
-        n = ctx.n_nodes
-        feat, bins = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-        n_cand = ctx.hist.shape[2] - 1
-        if n_cand <= 0:
-            self._closed += n
-            return feat, bins
-        delta, keep = self._kept(ctx)
-        best = np.where(keep, delta, -np.inf).reshape(n, -1).max(axis=1)
-        order = np.argsort(-best, kind="stable")
-        splittable = order[np.isfinite(best[order])]
-        if self.num_leaves is not None:
-            # every open node is at least one leaf; each split adds one more
-            room = max(0, int(self.num_leaves) - self._closed - n)
-            splittable = splittable[:room]
-        self._closed += n - splittable.size
-        if splittable.size == 0:
-            return feat, bins
-        def draw() -> list[int]:  # one exponential mechanism per node, over its kept candidates
-            picks = []
-            for j in splittable:
-                idx = np.flatnonzero(keep[j].ravel())
-                util = (delta[j].reshape(-1))[idx]
-                picks.append(int(idx[int(exponential_mechanism(
-                    util, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng))]))
-            return picks
-
-        # the nodes of a depth hold disjoint rows: one release over them (parallel)
-        picks = ctx.accountant.release(
-            draw, epsilon=self.epsilon, releases=int(splittable.size),
-            what=f"{ctx.label} depth {ctx.depth} splits (pruned candidates)",
-            nodes=[int(ctx.node_ids[j]) for j in splittable], mechanism="exponential",
-            sensitivity=self.sensitivity)
-        for j, c in zip(splittable, picks, strict=True):
-            feat[j], bins[j] = c // n_cand, c % n_cand
-        return feat, bins
-
+from dpexp.papers.dpboost.formulas import (
+    INIT_SCORES,
+    LOSSES,
+    MODES,
+    OBJECTIVES,
+    mean_initial_score,
+    per_tree_budget,
+)
+from dpexp.papers.dpboost.steps import (
+    AuthorsOptions,
+    DPBoostTreeStep,
+    NPTreeStep,
+    PrunedExponentialSplit,
+    ensemble_slots,
+    para_slots,
+)
+from dpexp.privacy import record_ids
+from dpexp.trees.policies import ExponentialSplit, GreedySplit, NewtonLeaf
 
 # ----------------------------------------------------------------------------- estimators
 
 
-class _BoostingBase(BaseEstimator):
-    """Shared fit/predict of the boosted estimators (square loss, initial score 0)."""
+class _BoostingBase(BoostingEstimator):
+    """What the boosted estimators of Li et al. share: parameter checks, the prepared
+    table, the diagnostics (square loss, initial score 0 unless an option sets it)."""
 
-    _private = True
+    _fit_dtype = [np.float64, np.float32]
 
-    def _validate_common(self):
+    def _check_params(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if int(self.n_trees) < 1:
@@ -275,80 +109,23 @@ class _BoostingBase(BaseEstimator):
             raise ValueError(f"learning_rate must be in (0, 1), got {self.learning_rate!r}")
         check_reg_lambda(self.reg_lambda)
 
-    def _fit_targets(self, X, y):  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    @charges_budget
-    def fit(self, X, y):
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-            ensure_all_finite=True,
-        )
-        self._validate_common()
-        target = self._fit_targets(X, y)
-        self.mapper_, leaked = make_bin_mapper(
-            X, binning=self.binning, feature_domain=self.feature_domain,
-            categorical_features=self.categorical_features, n_categories=self.n_categories,
-            max_bins=int(self.max_bins), private=self._private,
-        )
+    def _bin(self, X):
+        mapper, data, leaked = super()._bin(X)
         # the table's bundles and row-major codes are built with the table, before the
         # trees' timer starts (the authors' LightGBM builds its bundles in the Dataset)
-        data = self.mapper_.transform(X).prepare()
-        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", NOT_PRIVATE))
-        t0 = time.perf_counter()
-        self.trees_, diag = self._boost(data, X, target, streams)
-        elapsed = time.perf_counter() - t0
-        if self._private:
-            self._mark_public_input_leaks(leaked)
-        diag.update(
-            seconds_per_tree=elapsed / max(1, len(self.trees_)),
-            n_trees_built=float(len(self.trees_)),
-            binning_is_quantile=float(self.binning == "quantile"),
-            domain_from_data=float(leaked),
-        )
-        self.diagnostics_ = diag
-        return self
+        return mapper, data.prepare(), leaked
 
-    def _mark_public_input_leaks(self, leaked: bool) -> None:
-        """Mark the fit not DP for each public input it read from the private data."""
-        quantile = self.binning == "quantile"
-        for reason in not_dp_reasons(
-            classes=getattr(self, "_classes_from_data", False),
-            label_domain=getattr(self, "_label_domain_from_data", False),
-            feature_domain=leaked and not quantile, quantile=quantile,
-        ):
-            self.accountant_.mark_not_dp(reason)
-
-    def _update_scores(self, grown, data, X, F, read_later: np.ndarray | None = None):
-        """``F += learning_rate * tree(x)`` in place for every training row, or (dense data)
-        for the rows ``read_later`` only: the rows a later tree of the fit reads. The
-        others' scores are never read again, so they are left behind; each row that is
-        read got every tree's addition in order, as with the full update."""
-        lr = float(self.learning_rate)
-        if data.is_sparse:
-            F += lr * grown.tree.value[apply_tree(grown.tree, prepare_predict_matrix(X)), 0]
-        else:
-            grown.add_to_scores(F, lr, data, rows=read_later)
-
-    def _raw(self, X):
-        check_is_fitted(self, "trees_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                          reset=False)
-        return X
-
-    def _decision(self, X) -> np.ndarray:
-        X = self._raw(X)
-        return raw_predict(self.trees_, float(self.learning_rate), X,
-                           init=getattr(self, "init_score_", 0.0))
-
-    def _staged_decision(self, X) -> Iterator[np.ndarray]:
-        X = self._raw(X)
-        yield from staged_raw_predict(self.trees_, float(self.learning_rate), X,
-                                      init=getattr(self, "init_score_", 0.0))
+    def _fit_diagnostics(self, boosted: Boosted, leaked: bool) -> dict[str, float]:
+        return {
+            "n_trees_built": float(len(boosted.trees)),
+            "binning_is_quantile": float(self.binning == "quantile"),
+            "domain_from_data": float(leaked),
+        }
 
 
 class _DPBoostMixin:
-    """The private fit loop shared by the DPBoost classifier and regressor.
+    """The private fit of the DPBoost classifier and regressor: the tree step of Algorithm
+    1 and the schedule of the mode (Algorithm 2's ensembles, SEQ, PARA).
 
     Randomness (:func:`dpexp.privacy.randomness.estimator_streams`): the record partitions
     of PARA and of DPBoost's ensembles come from the *structure* stream (data-independent,
@@ -356,120 +133,22 @@ class _DPBoostMixin:
     and Laplace draw from the *noise* stream (``noise_rng``), one child per tree.
     """
 
-    def _boost(self, data, X, y, streams: EstimatorStreams):
-        eps = check_epsilon(self.epsilon, name="epsilon")
-        mode = self.mode
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        T, Te, D = int(self.n_trees), int(self.trees_per_ensemble), int(self.max_depth)
-        if Te < 1:
-            raise ValueError(f"trees_per_ensemble must be >= 1, got {Te!r}")
-        lr, lam, g_star = float(self.learning_rate), float(self.reg_lambda), float(self.g_star)
-        if g_star <= 0:
-            raise ValueError(f"g_star must be > 0, got {g_star!r}")
-        acc = Accountant(epsilon=eps)
-        self.accountant_ = acc
-        exact_h, divisor, init_mean = self._check_original_options(acc)
-        n = data.n_rows
-        self.init_score_ = mean_initial_score(y, self.loss_) if init_mean else 0.0
-        F = np.full(n, self.init_score_)
-        # columns: g, h, and (exact hessians only) the row count the grower counts
-        stats = np.empty((n, 3 if exact_h else 2))
-        stats[:, -1] = 1.0  # h = 1 (Section 4), or the count column
-        eps_t = per_tree_budget(mode, eps, T, Te)
-        glc = bool(self.glc) and mode == "dpboost"
-        split = self._split_policy(lam, eps_t / (divisor * D), split_sensitivity(g_star)) \
-            if D else None
-        part_ss = streams.structure
-        tree_rngs = streams.noise_generators(T)
-        trees, offered, used = [], [], []
-        rounds_offered, rounds_used = [], []
-        workspace = GrowWorkspace()
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if int(self.trees_per_ensemble) < 1:
+            raise ValueError(f"trees_per_ensemble must be >= 1, got {self.trees_per_ensemble!r}")
+        if float(self.g_star) <= 0:
+            raise ValueError(f"g_star must be > 0, got {self.g_star!r}")
+        self._authors_options()
 
-        def one_tree(t: int, rows: np.ndarray, t_glc: int | None = None,
-                     read_later: np.ndarray | None = None):
-            # t_glc: the iteration index GLC decays with (the tree's 1-based position in
-            # its ensemble when glc_per_ensemble, else t; only mode "dpboost" clips).
-            # read_later: the rows later trees read (None: every row), the only scores
-            # the update must keep current
-            t_glc = t if t_glc is None or not self.glc_per_ensemble else t_glc
-            gradients(F, y, self.loss_, out=stats[:, 0])
-            if exact_h:
-                exact_hessians(F, self.loss_, out=stats[:, 1])
-            if bool(self.gdf):
-                keep = rows[gdf_mask(stats[rows, 0], g_star)]
-            else:  # no filter: clip instead, so |g| <= g* as the split and leaf
-                # sensitivities assume (Lemma 1, Corollary 2); unclipped it would not be DP
-                keep = rows
-                np.clip(stats[:, 0], -g_star, g_star, out=stats[:, 0])
-            offered.append(rows.size)
-            used.append(keep.size)
-            leaf = LaplaceLeaf(
-                lam, eps_t / 2 if D else eps_t,
-                leaf_sensitivity(g_star, lam, lr, t_glc, glc),
-                clip=glc_threshold(g_star, lr, t_glc) if glc else None,
-            )
-            with acc.sequential(f"tree {t}"):
-                grown = grow_tree(
-                    data, stats, keep, self.mapper_, max_depth=D,
-                    split_policy=split, leaf_policy=leaf, rng=tree_rngs[t - 1],
-                    accountant=acc, label=f"tree {t}", workspace=workspace, unit_last=True,
-                )
-            self._update_scores(grown, data, X, F, read_later)
-            trees.append(grown.tree)
-
-        all_rows = np.arange(n)
-        # partitions keyed by each record's content (features, target), never its row:
-        # a record added anywhere moves no other record (Li et al. 2020 Theorem 4)
-        ids = record_ids(X, y) if mode != "seq" else None
-        if mode == "seq":
-            for t in range(1, T + 1):
-                one_tree(t, all_rows)
-                rounds_offered.append(offered[-1])
-                rounds_used.append(used[-1])
-        elif mode == "para":
-            parts = record_partition(ids, para_proportions(T), np.random.default_rng(part_ss))
-            with acc.parallel("trees (disjoint halves of the unused records)"):
-                for t in range(1, T + 1):  # tree t reads part t - 1 only
-                    one_tree(t, np.flatnonzero(parts == t - 1),
-                             read_later=np.flatnonzero(parts >= t))
-            rounds_offered.append(sum(offered))
-            rounds_used.append(sum(used))
-        else:
-            ens_ss = part_ss.spawn(n_ensembles(T, Te))
-            props = dpboost_subset_proportions(Te, lr)
-            t = 0
-            for e, s in enumerate(ens_ss):
-                parts = record_partition(ids, props, np.random.default_rng(s))
-                k0 = len(offered)
-                last = e == len(ens_ss) - 1  # after it no ensemble reads the records again
-                with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
-                    for te in range(min(Te, T - t)):
-                        t += 1
-                        one_tree(t, np.flatnonzero(parts == te), te + 1,
-                                 read_later=np.flatnonzero(parts > te) if last else None)
-                rounds_offered.append(sum(offered[k0:]))
-                rounds_used.append(sum(used[k0:]))
-        # exact counts of the private data: diagnostics for the experiments (recorded with
-        # metric_kind="diagnostic"), not part of the DP release
-        n_off, n_used = float(np.mean(rounds_offered)), float(np.mean(rounds_used))
-        diag = {
-            "n_filtered": float(sum(offered) - sum(used)),
-            "n_instances_offered": n_off,
-            "n_instances_used": n_used,
-            "gdf_filtered_ratio": (n_off - n_used) / n_off if n_off else 0.0,
-            "epsilon_per_tree": eps_t,
-        }
-        return trees, diag
-
-    def _check_original_options(self, acc: Accountant) -> tuple[bool, float]:
-        """Validate the ablation options (module docstring) and mark the fit not DP for
-        each non-private one; returns (exact hessians in use, split budget divisor, initial
-        score = the exact label mean)."""
+    def _authors_options(self) -> AuthorsOptions:
+        """Validate the ablation options (module docstring) and set ``loss_``, the loss the
+        fit uses (the fork's for the task, or ``loss``; ``predict_proba`` reads it)."""
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         authors = self.objective == "authors"
-        # the loss the fit uses (predict_proba reads it): the fork's for the task, or `loss`
         self.loss_ = self._AUTHORS_LOSS if authors else self.loss
         if self.init_score not in INIT_SCORES:
             raise ValueError(f"init_score must be one of {INIT_SCORES}, got {self.init_score!r}")
@@ -485,13 +164,18 @@ class _DPBoostMixin:
         if self.num_leaves is not None and int(self.num_leaves) < 1:
             raise ValueError(f"num_leaves must be >= 1 or None, got {self.num_leaves!r}")
         # the square loss's hessian is exactly 1: exact hessians change nothing there
-        exact_h = authors and self.loss_ != "square"
-        init_mean = self.init_score == "mean" or (
-            self.init_score == "authors" and self._AUTHORS_INIT == "mean")
-        for reason in not_dp_reasons(exact_hessian=exact_h, exact_growth=bool(self.exact_growth),
-                                     mean_init=init_mean):
-            acc.mark_not_dp(reason)
-        return exact_h, divisor, init_mean
+        return AuthorsOptions(
+            exact_hessian=authors and self.loss_ != "square", split_budget_divisor=divisor,
+            mean_init=self.init_score == "mean" or (
+                self.init_score == "authors" and self._AUTHORS_INIT == "mean"))
+
+    def _not_dp_reasons(self, leaked: bool) -> list[str]:
+        """The non-private ablation options in use, then the public input read from the
+        private data."""
+        opts = self._authors_options()
+        return not_dp_reasons(exact_hessian=opts.exact_hessian,
+                              exact_growth=bool(self.exact_growth),
+                              mean_init=opts.mean_init) + self._public_input_reasons(leaked)
 
     def _split_policy(self, lam: float, eps_node: float, sensitivity: float):
         """Algorithm 1's exponential split, or the fork's pruned one (``exact_growth``)."""
@@ -501,35 +185,49 @@ class _DPBoostMixin:
             lam, eps_node, sensitivity, int(self.min_child_samples),
             None if self.num_leaves is None else int(self.num_leaves))
 
+    def _tree_step(self, fit: BoostingFit) -> DPBoostTreeStep:
+        opts = self._authors_options()
+        T, Te, D = int(self.n_trees), int(self.trees_per_ensemble), int(self.max_depth)
+        lam, g_star = float(self.reg_lambda), float(self.g_star)
+        self.init_score_ = mean_initial_score(fit.target, self.loss_) if opts.mean_init else 0.0
+        # columns: g, h, and (exact hessians only) the row count the grower counts
+        stats = np.empty((fit.n_rows, 3 if opts.exact_hessian else 2))
+        stats[:, -1] = 1.0  # h = 1 (Section 4), or the count column
+        eps_t = per_tree_budget(self.mode, fit.epsilon, T, Te)
+        split = self._split_policy(lam, eps_t / (opts.split_budget_divisor * D),
+                                   split_sensitivity(g_star)) if D else None
+        return DPBoostTreeStep(
+            fit, self.loss_, float(self.learning_rate), lam, g_star, D, eps_t, bool(self.gdf),
+            bool(self.glc) and self.mode == "dpboost", self.glc_per_ensemble,
+            opts.exact_hessian, split, fit.streams.noise_generators(T), stats,
+            self.init_score_)
+
+    def _tree_slots(self, fit: BoostingFit) -> Generator[TreeSlot, None, None]:
+        T = int(self.n_trees)
+        if self.mode == "seq":  # every tree on all the data (sequential composition)
+            return all_rows_slots(T, fit.n_rows, first_label=1)
+        # partitions keyed by each record's content (features, target), never its row:
+        # a record added anywhere moves no other record (Li et al. 2020 Theorem 4)
+        ids = record_ids(fit.X, fit.target)
+        if self.mode == "para":
+            return para_slots(fit.accountant, ids, T, fit.streams.structure)
+        return ensemble_slots(fit.accountant, ids, T, int(self.trees_per_ensemble),
+                              float(self.learning_rate), fit.streams.structure, trim_last=True)
+
 
 class _NPMixin:
-    """The non-private fit loop (NP): greedy splits, exact leaves, all rows every tree."""
+    """The non-private fit (NP): greedy splits, exact leaves, all rows every tree."""
 
     _private = False
 
-    def _boost(self, data, X, y, streams: EstimatorStreams):
-        self.accountant_ = Accountant(epsilon=float("inf"))
-        n = data.n_rows
-        F = np.zeros(n)
-        stats = np.empty((n, 2))
-        stats[:, 1] = 1.0
+    def _tree_step(self, fit: BoostingFit) -> NPTreeStep:
         lam = float(self.reg_lambda)
-        split = GreedySplit(lam, min_child_weight=1e-3, min_samples_leaf=int(self.min_samples_leaf))
-        leaf = NewtonLeaf(lam)
-        rng = np.random.default_rng(streams.structure)  # unused by the greedy policies
-        rows = np.arange(n)
-        trees = []
-        workspace = GrowWorkspace()
-        for _ in range(int(self.n_trees)):
-            gradients(F, y, self.loss, out=stats[:, 0])
-            grown = grow_tree(
-                data, stats, rows, self.mapper_, max_depth=int(self.max_depth),
-                split_policy=split, leaf_policy=leaf, rng=rng, workspace=workspace,
-                unit_last=True, scores=F, score_scale=float(self.learning_rate),
-            )  # F += learning_rate * tree(x) for every row, done by the grower
-            trees.append(grown.tree)
-        return trees, {"n_instances_used": float(n), "n_instances_offered": float(n),
-                       "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}
+        stats = np.empty((fit.n_rows, 2))
+        stats[:, 1] = 1.0
+        return NPTreeStep(
+            fit, self.loss, float(self.learning_rate), int(self.max_depth),
+            GreedySplit(lam, min_child_weight=1e-3, min_samples_leaf=int(self.min_samples_leaf)),
+            NewtonLeaf(lam), np.random.default_rng(fit.streams.structure), stats)
 
 
 class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
@@ -555,12 +253,6 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
             return np.column_stack([1.0 - p1, p1])
         return proba_from_pm1_score(F)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags
-
 
 class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
     """Regression with labels scaled to [-1, 1] by the public label domain (Section 4)."""
@@ -572,18 +264,6 @@ class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
         if self.loss != "square":
             raise ValueError("regression supports loss='square' only")
         return super()._fit_targets(X, y)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-
-def _init(self, params: dict) -> None:
-    """Store the constructor's arguments unchanged (scikit-learn's convention)."""
-    for key, value in params.items():
-        if key not in ("self", "__class__"):
-            setattr(self, key, value)
 
 
 _DP_DOC = """
@@ -639,7 +319,7 @@ class DPBoostClassifier(_ClassifierPart, _DPBoostMixin, _BoostingBase):
                  label_domain=None, classes=None, random_state=None, noise_rng=None,
                  accountant=None, objective="paper", exact_growth=False, min_child_samples=20,
                  num_leaves=None, init_score="zero", split_budget_divisor=2):
-        _init(self, locals())
+        store_params(self, locals())
 
 
 class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
@@ -652,7 +332,7 @@ class DPBoostRegressor(_RegressorPart, _DPBoostMixin, _BoostingBase):
                  label_domain=None, random_state=None, noise_rng=None, accountant=None,
                  objective="paper", exact_growth=False, min_child_samples=20, num_leaves=None,
                  init_score="zero", split_budget_divisor=2):
-        _init(self, locals())
+        store_params(self, locals())
 
 
 DPBoostClassifier.__doc__ += _DP_DOC.format(
@@ -672,7 +352,7 @@ class NPGBDTClassifier(_ClassifierPart, _NPMixin, _BoostingBase):
                  min_samples_leaf=20, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, classes=None, random_state=None):
-        _init(self, locals())
+        store_params(self, locals())
 
 
 class NPGBDTRegressor(_RegressorPart, _NPMixin, _BoostingBase):
@@ -682,4 +362,4 @@ class NPGBDTRegressor(_RegressorPart, _NPMixin, _BoostingBase):
                  min_samples_leaf=20, loss="square", binning="domain", max_bins=255,
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, random_state=None):
-        _init(self, locals())
+        store_params(self, locals())

@@ -92,26 +92,21 @@ See docs/estimators/dpboost.md.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from dpexp.boosting.base import BoostingFit, TreeSlot, add_tree_to_scores, store_params
 from dpexp.boosting.gbdt import raw_predict, staged_raw_predict
-from dpexp.errors import check_epsilon
-from dpexp.papers.dpboost.estimators import (
-    _BoostingBase,
-    _ClassifierPart,
-    _init,
-    _RegressorPart,
-    dpboost_subset_proportions,
-    glc_threshold,
-    gradients,
-    n_ensembles,
-)
-from dpexp.privacy import Accountant, record_ids, record_partition
-from dpexp.privacy.randomness import EstimatorStreams
-from dpexp.trees.grower import GrowWorkspace, LeafContext, grow_tree
+from dpexp.papers.dpboost.estimators import _BoostingBase, _ClassifierPart, _RegressorPart
+from dpexp.papers.dpboost.formulas import glc_threshold, gradients, n_ensembles
+from dpexp.papers.dpboost.steps import ensemble_slots
+from dpexp.privacy import Accountant, record_ids
+from dpexp.trees.grower import GrownTree, GrowWorkspace, LeafContext, grow_tree
 from dpexp.trees.policies import ExponentialSplit
 
 LEAVES = ("ratio", "lemma2")
@@ -241,11 +236,50 @@ class HessianLaplaceLeaf:
 # ----------------------------------------------------------------------------- estimators
 
 
-class _HonestMixin:
-    """The fit loop of DPBoost (clipped): noisy initial score, then Algorithm 2 with
-    clipped gradients, the constant hessian and the chosen leaf mechanism."""
+@dataclass
+class HonestTreeStep:
+    """One tree of DPBoost (clipped): clipped gradients of every row of the slot, the
+    exponential split of Algorithm 1, the chosen leaf mechanism with GLC's index = the
+    tree's position in its ensemble; one noise generator per tree (after the initial
+    score's)."""
 
-    def _check_honest_params(self) -> None:
+    fit: BoostingFit
+    loss: str
+    g_star: float
+    learning_rate: float
+    max_depth: int
+    split: ExponentialSplit | None
+    leaf_policy: Callable[[int], Any]  # GLC index -> leaf policy
+    noise_rngs: list
+    stats: np.ndarray
+    initial_score: float
+    eps_initial: float  # epsilon_0, the initial score's
+    eps_tree: float  # epsilon_t
+    workspace: GrowWorkspace = field(default_factory=GrowWorkspace)
+
+    def grow(self, slot: TreeSlot, scores: np.ndarray) -> GrownTree:
+        clipped_gradients(scores, self.fit.target, self.loss, self.g_star, self.stats[:, 0])
+        return grow_tree(
+            self.fit.data, self.stats, slot.rows, self.fit.mapper, max_depth=self.max_depth,
+            split_policy=self.split, leaf_policy=self.leaf_policy(slot.position),
+            rng=self.noise_rngs[slot.index + 1], accountant=self.fit.accountant,
+            label=slot.label, workspace=self.workspace, unit_last=True,
+        )
+
+    def add_to_scores(self, grown: GrownTree, scores: np.ndarray, slot: TreeSlot) -> None:
+        add_tree_to_scores(grown, scores, self.learning_rate, self.fit.data, self.fit.X)
+
+    def diagnostics(self) -> dict[str, float]:
+        return {"epsilon_per_tree": self.eps_tree, "epsilon_initial_score": self.eps_initial,
+                "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}
+
+
+class _HonestMixin:
+    """The fit of DPBoost (clipped): noisy initial score, then Algorithm 2 with clipped
+    gradients, the constant hessian and the chosen leaf mechanism."""
+
+    def _check_params(self) -> None:
+        super()._check_params()
         if self.leaf not in LEAVES:
             raise ValueError(f"leaf must be one of {LEAVES}, got {self.leaf!r}")
         checks = {
@@ -282,53 +316,33 @@ class _HonestMixin:
         return HessianLaplaceLeaf(lam, h, eps_leaf, honest_leaf_sensitivity(g, h, lam, clip),
                                   clip)
 
-    def _boost(self, data, X, y, streams: EstimatorStreams):
-        eps = check_epsilon(self.epsilon, name="epsilon")
-        self._check_honest_params()
+    def _tree_step(self, fit: BoostingFit) -> HonestTreeStep:
         T, Te, D = int(self.n_trees), int(self.trees_per_ensemble), int(self.max_depth)
-        lr, lam = float(self.learning_rate), float(self.reg_lambda)
-        g_star, h = float(self.g_star), float(self.hessian)
-        acc = Accountant(epsilon=eps)
-        self.accountant_ = acc
-        eps0, eps_t = split_budget(eps, float(self.init_fraction), T, Te)
-        rngs = streams.noise_generators(T + 1)  # [0]: the initial score, then one per tree
-        self.init_score_ = self._initial_score(y, eps0, rngs[0], acc)
-        n = data.n_rows
-        F = np.full(n, self.init_score_)
-        stats = np.empty((n, 2))
+        lam, g_star, h = float(self.reg_lambda), float(self.g_star), float(self.hessian)
+        eps0, eps_t = split_budget(fit.epsilon, float(self.init_fraction), T, Te)
+        rngs = fit.streams.noise_generators(T + 1)  # [0]: the initial score, then one per tree
+        self.init_score_ = self._initial_score(fit.target, eps0, rngs[0], fit.accountant)
+        stats = np.empty((fit.n_rows, 2))
         stats[:, 1] = 1.0  # counted, not stored: the denominators use h * n (item 2)
         split = (ExponentialSplit(lam / h, eps_t / (2 * D), honest_split_sensitivity(g_star, 1.0))
                  if D else None)  # Delta G for lambda' = lambda/h; see the module docstring
-        eps_leaf = eps_t / 2 if D else eps_t
-        trees, workspace, t = [], GrowWorkspace(), 0
-        props = dpboost_subset_proportions(Te, lr)
-        ids = record_ids(X, y)  # by content, never by row: record-stable (Li et al. 2020 Thm 4)
-        for e, seed in enumerate(streams.structure.spawn(n_ensembles(T, Te))):
-            parts = record_partition(ids, props, np.random.default_rng(seed))
-            with acc.sequential(f"ensemble {e}"), acc.parallel(f"trees of ensemble {e}"):
-                for te in range(min(Te, T - t)):
-                    t += 1
-                    clipped_gradients(F, y, self.loss, g_star, stats[:, 0])
-                    with acc.sequential(f"tree {t}"):
-                        grown = grow_tree(
-                            data, stats, np.flatnonzero(parts == te), self.mapper_,
-                            max_depth=D, split_policy=split,
-                            leaf_policy=self._leaf_policy(eps_leaf, te + 1), rng=rngs[t],
-                            accountant=acc, label=f"tree {t}", workspace=workspace,
-                            unit_last=True,
-                        )
-                    self._update_scores(grown, data, X, F)
-                    trees.append(grown.tree)
-        diag = {"epsilon_per_tree": eps_t, "epsilon_initial_score": eps0,
-                "n_filtered": 0.0, "gdf_filtered_ratio": 0.0}
-        return trees, diag
+        return HonestTreeStep(
+            fit, self.loss, g_star, float(self.learning_rate), D, split,
+            functools.partial(self._leaf_policy, eps_t / 2 if D else eps_t), rngs, stats,
+            self.init_score_, eps0, eps_t)
+
+    def _tree_slots(self, fit: BoostingFit) -> Generator[TreeSlot, None, None]:
+        ids = record_ids(fit.X, fit.target)  # by content, never by row (Li et al. 2020 Thm 4)
+        return ensemble_slots(fit.accountant, ids, int(self.n_trees),
+                              int(self.trees_per_ensemble), float(self.learning_rate),
+                              fit.streams.structure)
 
     def _decision(self, X) -> np.ndarray:
-        X = self._raw(X)
+        X = self._predict_matrix(X)
         return self.init_score_ + raw_predict(self.trees_, float(self.learning_rate), X)
 
     def _staged_decision(self, X):
-        X = self._raw(X)
+        X = self._predict_matrix(X)
         for F in staged_raw_predict(self.trees_, float(self.learning_rate), X):
             yield self.init_score_ + F
 
@@ -364,7 +378,7 @@ class HonestDPBoostClassifier(_ClassifierPart, _HonestMixin, _BoostingBase):
                  binning="domain", max_bins=255, feature_domain=None,
                  categorical_features=None, n_categories=None, classes=None,
                  random_state=None, noise_rng=None, accountant=None):
-        _init(self, locals())
+        store_params(self, locals())
 
 
 class HonestDPBoostRegressor(_RegressorPart, _HonestMixin, _BoostingBase):
@@ -380,7 +394,7 @@ class HonestDPBoostRegressor(_RegressorPart, _HonestMixin, _BoostingBase):
                  binning="domain", max_bins=255, feature_domain=None,
                  categorical_features=None, n_categories=None, label_domain=None,
                  random_state=None, noise_rng=None, accountant=None):
-        _init(self, locals())
+        store_params(self, locals())
 
 
 HonestDPBoostClassifier.__doc__ += _HONEST_DOC.format(public=", ``classes``")

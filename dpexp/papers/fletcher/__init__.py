@@ -6,7 +6,7 @@ routing), :mod:`.comparators`, :mod:`.procedures` (Tables 2, 4, 5, 6; the Fig. 1
 :mod:`.ablations` (the Fig. 11 JPW tree-vote ablation), :mod:`.audit`.
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest
+from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 _PAPER = "fletcher-islam-2017-with-2021-addendum"
 _FOREST = "dpexp.papers.fletcher.forest"
@@ -30,6 +30,7 @@ MANIFEST = PaperManifest(
                 "the unproven 2017 rule)."
             ),
             default_params={"n_trees": 100},
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="fletcher_forest_np",
@@ -38,22 +39,26 @@ MANIFEST = PaperManifest(
             paper=_PAPER,
             description="Non-private version of the Fletcher-Islam forest (eps = inf, all data per tree).",
             default_params={"n_trees": 100},
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="jpw", targets={"classification": f"{_COMP}:JPWForestClassifier"}, private=True,
             paper=_PAPER, description="JPW DP random decision forest (Jagannathan et al. 2012), 10 trees.",
             default_params={"n_trees": 10},
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="fs_c45", targets={"classification": f"{_COMP}:FSTreeClassifier"}, private=True,
             paper=_PAPER, description="Friedman & Schuster (2010) DiffP-C4.5, one greedy DP tree of depth 5.",
             default_params={"max_depth": 5},
+            tree_params=TreeParams(depth="max_depth"),
         ),
         AlgorithmInfo(
             name="diffprivlib_rf", targets={"classification": f"{_COMP}:DiffprivlibForestClassifier"},
             private=True, paper=_PAPER,
             description="IBM diffprivlib RandomForestClassifier (optional [peers] extra).",
             default_params={"n_trees": 100}, requires=("diffprivlib",),
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
     ],
     procedures={name: f"{_PROC}:{name}" for name in

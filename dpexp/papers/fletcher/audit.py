@@ -35,6 +35,8 @@ from functools import cache
 
 import numpy as np
 
+from dpexp.audit.defaults_path import defaults_targets
+from dpexp.audit.targets import AuditTarget, end_to_end_target
 from dpexp.papers.fletcher.audit_paths import BROKEN_PATH_TARGETS, PATH_TARGETS
 from dpexp.papers.fletcher.comparators import (
     DiffprivlibForestClassifier,
@@ -42,15 +44,8 @@ from dpexp.papers.fletcher.comparators import (
     JPWForestClassifier,
 )
 from dpexp.papers.fletcher.forest import FletcherForestClassifier
-from dpexp.papers.fletcher.trees import (
-    _GOLDEN,
-    jpw_depth,
-    key_uniform,
-    leaf_index,
-    route_forest,
-)
-from dpexp.privacy.audit import AuditTarget, end_to_end_target
-from dpexp.privacy.audit_defaults import defaults_targets
+from dpexp.papers.fletcher.trees import jpw_depth, key_uniform, leaf_index, route_forest
+from dpexp.privacy.partition import GOLDEN as _GOLDEN
 
 #: The public label set: many classes make a seed-determined empty-leaf label stand out
 #: (under the neighbour with the canary ROSNAM gives it probability 1 / (e^eps + 15)).

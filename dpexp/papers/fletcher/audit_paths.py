@@ -1,14 +1,14 @@
 """End-to-end audit targets of the Fletcher-Islam family on the paths users run (issue #38).
 
 The targets of :mod:`dpexp.papers.fletcher.audit` fit with hand-picked arguments (fresh
-noise, canaries appended). These fit as users do (:mod:`dpexp.privacy.audit_paths`):
+noise, canaries appended). These fit as users do (:mod:`dpexp.audit.paths`):
 
 * ``*_defaults``: the estimator built with ``epsilon``, an int ``random_state`` and the
   declared public metadata only (default noise source); the release is everything
   published, ``seeds_`` included, as exact bytes (one outcome per distinct release: noise
   recomputable from the published structure repeats bit for bit) and as labels;
 * ``jpw_runner_depth_boundary``: JPW with the runner's parameters
-  (:func:`dpexp.privacy.audit_runner.runner_fit`), n = 7 vs 8 records across the depth
+  (:func:`dpexp.audit.runner_path.runner_fit`), n = 7 vs 8 records across the depth
   boundary of ``min(m/2, log_2 n - 1)``;
 * ``fletcher_forest_canary_positions``: 4 trees, fixed ``random_state``, a canary
   inserted at row 0, in the middle and at the end (three pairs);
@@ -38,20 +38,20 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.papers.fletcher.comparators import JPWForestClassifier
-from dpexp.papers.fletcher.forest import FletcherForestClassifier, leaf_counts
-from dpexp.papers.fletcher.trees import key_uniform, leaf_index, route_forest
-from dpexp.privacy import BudgetAccountant, secure_generator
-from dpexp.privacy.audit import AuditTarget
-from dpexp.privacy.audit_defaults import old_default_noise
-from dpexp.privacy.audit_paths import (
+from dpexp.audit.defaults_path import old_default_noise
+from dpexp.audit.paths import (
     CANARY_POSITIONS,
     covering,
     exact_code,
     grid_levels,
     insert_row,
 )
-from dpexp.privacy.audit_runner import RunnerCase, runner_fit, tiny_info
+from dpexp.audit.runner_path import RunnerCase, runner_fit, tiny_info
+from dpexp.audit.targets import AuditTarget
+from dpexp.papers.fletcher.comparators import JPWForestClassifier
+from dpexp.papers.fletcher.forest import FletcherForestClassifier, leaf_counts
+from dpexp.papers.fletcher.trees import key_uniform, leaf_index, route_forest
+from dpexp.privacy import BudgetAccountant, secure_generator
 from dpexp.privacy.partition import RecordIds, record_partition
 from dpexp.privacy.randomness import estimator_streams
 

@@ -54,6 +54,7 @@ from dpexp.papers.fletcher.trees import (
     jpw_depth,
     leaf_index,
     route_forest,
+    theorem2_depth,
 )
 from dpexp.privacy import Accountant
 from dpexp.privacy.budget import charges_budget
@@ -423,8 +424,6 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
                 "diffprivlib_rf needs the optional 'diffprivlib' package (pip install 'dpexp[peers]') "
                 f"importable with this scikit-learn; importing it failed: {exc}"
             ) from exc
-        from dpexp.papers.fletcher.trees import theorem2_depth
-
         if "shuffle" not in inspect.signature(RandomForestClassifier).parameters:
             raise DpexpError(
                 "diffprivlib_rf needs a diffprivlib whose RandomForestClassifier takes shuffle= "

@@ -17,7 +17,7 @@ Each is ``f(ctx) -> dict[str, float]`` (see :mod:`dpexp.experiments.procedures`)
   discrete-only algorithm applied to continuous data, beside the train-majority rate. The
   categories come from the data: an ablation, not a DP release.
 
-The table procedures are exact closed forms, not simulations; ``tests/fletcher`` checks them against the
+The table procedures are exact closed forms, not simulations; ``tests/papers/fletcher`` checks them against the
 printed values and checks the closed forms against simulations of the mechanisms.
 """
 
@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from dpexp.papers.fletcher.comparators import FSTreeClassifier
 from dpexp.papers.fletcher.trees import theorem2_depth
 
 
@@ -110,7 +111,6 @@ def fletcher_fs_as_discrete(ctx) -> dict[str, float]:
     and its accuracy is about the majority rate. Returns that accuracy, the accuracy of the
     training fold's majority label, and the largest domain size.
     """
-    from dpexp.papers.fletcher.comparators import FSTreeClassifier
 
     Xtr, Xte, sizes = _rank_codes(ctx.X_train, ctx.X_test)
     classes = ctx.dataset.public_metadata().get("classes")

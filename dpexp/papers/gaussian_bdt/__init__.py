@@ -4,7 +4,7 @@ noisy clipped-sum/count leaves, (epsilon, delta) accounting.
 Modules: :mod:`.estimators`, :mod:`.audit`.
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest
+from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 _MOD = "dpexp.papers.gaussian_bdt.estimators"
 _PAPER = "gaussian-bdt-peinemann-slides"
@@ -19,6 +19,7 @@ MANIFEST = PaperManifest(
             private=True, paper=_PAPER,
             description="Gaussian-mechanism boosted decision trees: random splits, Gaussian "
                         "noisy clipped-sum/count leaves, (eps, delta) accounting (Peinemann).",
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
     ],
     audit_targets=["dpexp.papers.gaussian_bdt.audit:AUDIT_TARGETS"],

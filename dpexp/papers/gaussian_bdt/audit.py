@@ -5,7 +5,7 @@ Every draw fits the estimator with the public metadata passed explicitly, a fixe
 ``random_state`` (the random splits: data-independent, the proof conditions on them) and
 ``noise_rng`` = a fresh child of the audit's generator. The release is (epsilon, delta)
 with Gaussian noise, so the audit tests it on its whole privacy curve
-(``gaussian=True``: Gaussian DP, see :mod:`dpexp.privacy.audit`).
+(``gaussian=True``: Gaussian DP, see :mod:`dpexp.audit`).
 
 * ``gaussian_bdt_last_record_of_class``: the only record of class 1 removed; release =
   ``classes_``, predictions and ``predict_proba`` width on a probe set, split structure.
@@ -21,12 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.papers.dpboost.audit import (
+from dpexp.audit.defaults_path import defaults_targets
+from dpexp.audit.estimator_releases import (
     AUDIT_EPSILON,
     CLASSES,
-    LABEL_EDGE,
-    LAST_OF_CLASS,
-    PROBE,
     QUICK_SAMPLES,
     SAMPLES,
     STRUCTURE_SEED,
@@ -34,9 +32,9 @@ from dpexp.papers.dpboost.audit import (
     real_release,
     tiny_public_metadata,
 )
+from dpexp.audit.fixtures import LABEL_EDGE, LAST_OF_CLASS, PROBE
+from dpexp.audit.targets import AuditTarget, end_to_end_target
 from dpexp.papers.gaussian_bdt.estimators import GaussianBDTClassifier, GaussianBDTRegressor
-from dpexp.privacy.audit import AuditTarget, end_to_end_target
-from dpexp.privacy.audit_defaults import defaults_targets
 
 #: The (epsilon, delta) claimed by the audits.
 AUDIT_DELTA = 1e-5

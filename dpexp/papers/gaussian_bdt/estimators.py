@@ -47,36 +47,26 @@ in ``[-2, 2]`` and are clipped.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
-from dpexp.boosting.gbdt import (
-    apply_tree,
-    make_bin_mapper,
-    not_dp_reasons,
-    prepare_predict_matrix,
-    raw_predict,
-    resolve_label_domain,
-    scale_labels,
-    unscale_labels,
+from dpexp.boosting.base import (
+    Boosted,
+    BoostingEstimator,
+    BoostingFit,
+    TreeSlot,
+    add_tree_to_scores,
+    store_params,
 )
-from dpexp.boosting.labels import (
-    binary_classes,
-    labels_from_score,
-    pm1_targets,
-    proba_from_pm1_score,
-)
+from dpexp.boosting.gbdt import ScaledScoreRegressorMixin
+from dpexp.boosting.labels import BinaryScoreClassifierMixin, proba_from_pm1_score
 from dpexp.errors import check_epsilon
-from dpexp.privacy import Accountant, analytic_gaussian_sigma, gaussian_sigma_classic
-from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.mechanisms import check_delta
-from dpexp.privacy.randomness import estimator_streams
-from dpexp.trees.grower import LeafContext, SplitContext, grow_tree
+from dpexp.privacy import analytic_gaussian_sigma, gaussian_sigma_classic
+from dpexp.privacy.calibration import check_delta
+from dpexp.trees.grower import GrownTree, LeafContext, SplitContext, grow_tree
 
 CALIBRATIONS = ("auto", "classic", "analytic")
 
@@ -155,26 +145,42 @@ class GaussianLeaf:
         return np.clip(s_noisy / np.maximum(c_noisy, 1.0), -self.clip, self.clip)
 
 
-class _GaussianBDTBase(BaseEstimator):
-    """Fit loop shared by the regressor and the classifier (dense input)."""
+@dataclass
+class GaussianTreeStep:
+    """One tree of the slides' loop: error-corrected labels ``r = y - F`` clipped to
+    ``[-L, L]``, random splits (structure stream, one generator per tree), Gaussian leaves
+    (noise stream, one generator per tree)."""
 
-    _private = True
+    fit: BoostingFit
+    clip: float
+    max_depth: int
+    learning_rate: float
+    leaf: GaussianLeaf
+    split_rngs: list[np.random.Generator]
+    noise_rngs: list
+    stats: np.ndarray
+    budget_diagnostics: dict[str, float]
+    initial_score: float = 0.0  # F_0 = 0 (slides)
 
-    def _targets(self, y):  # pragma: no cover - overridden
-        raise NotImplementedError
+    def grow(self, slot: TreeSlot, scores: np.ndarray) -> GrownTree:
+        self.stats[:, 0] = np.clip(self.fit.target - scores, -self.clip, self.clip)
+        return grow_tree(self.fit.data, self.stats, slot.rows, self.fit.mapper,
+                         max_depth=self.max_depth,
+                         split_policy=RandomSplit(self.split_rngs[slot.index]),
+                         leaf_policy=self.leaf, rng=self.noise_rngs[slot.index],
+                         accountant=self.fit.accountant, label=slot.label)
 
-    def _public_input_reasons(self, leaked: bool) -> list[str]:
-        """Why this fit is not DP (public input read from the private data), if it is not."""
-        quantile = self.binning == "quantile"
-        return not_dp_reasons(
-            classes=getattr(self, "_classes_from_data", False),
-            label_domain=getattr(self, "_label_domain_from_data", False),
-            feature_domain=leaked and not quantile, quantile=quantile,
-        )
+    def add_to_scores(self, grown: GrownTree, scores: np.ndarray, slot: TreeSlot) -> None:
+        add_tree_to_scores(grown, scores, self.learning_rate, self.fit.data, self.fit.X)
 
-    def _check(self) -> tuple[float, float]:
-        eps = check_epsilon(self.epsilon, name="epsilon")
-        delta = check_delta(self.delta)
+    def diagnostics(self) -> dict[str, float]:
+        return dict(self.budget_diagnostics)
+
+
+class _GaussianBDTBase(BoostingEstimator):
+    """The slides' tree step and budget split on the shared boosting fit (dense or CSR)."""
+
+    def _check_params(self) -> None:
         if int(self.n_trees) < 1:
             raise ValueError(f"n_trees must be >= 1, got {self.n_trees!r}")
         if int(self.max_depth) < 0:
@@ -183,115 +189,46 @@ class _GaussianBDTBase(BaseEstimator):
             raise ValueError(f"clip must be > 0, got {self.clip!r}")
         if not float(self.learning_rate) > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        return eps, delta
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
 
-    @charges_budget
-    def fit(self, X, y):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_all_finite=True,
-                             y_numeric=not isinstance(self, ClassifierMixin))
-        eps, delta = self._check()
-        target = self._targets(y)
-        T, D, L = int(self.n_trees), int(self.max_depth), float(self.clip)
-        eps_r, delta_r = release_budgets(eps, delta, T)
+    def _budget(self) -> tuple[float, float]:
+        return check_epsilon(self.epsilon, name="epsilon"), check_delta(self.delta)
+
+    def _tree_step(self, fit: BoostingFit) -> GaussianTreeStep:
+        T, L = int(self.n_trees), float(self.clip)
+        eps_r, delta_r = release_budgets(fit.accountant.epsilon, fit.accountant.delta, T)
         sigma_s, analytic = leaf_sigma(epsilon=eps_r, delta=delta_r, sensitivity=L,
                                        calibration=self.calibration)
         sigma_c, _ = leaf_sigma(epsilon=eps_r, delta=delta_r, sensitivity=1.0,
                                 calibration=self.calibration)
-        self.mapper_, leaked = make_bin_mapper(
-            X, binning=self.binning, feature_domain=self.feature_domain,
-            categorical_features=self.categorical_features, n_categories=self.n_categories,
-            max_bins=int(self.max_bins), private=True,
-        )
-        data = self.mapper_.transform(X)
-        acc = Accountant(epsilon=eps, delta=delta)
-        self.accountant_ = acc
-        for reason in self._public_input_reasons(leaked):
-            acc.mark_not_dp(reason)
-        streams = estimator_streams(self.random_state, self.noise_rng)
-        # random splits: structure (data-independent, may be published); leaf noise: noise
-        split_rngs = [np.random.default_rng(c) for c in streams.structure.spawn(T)]
-        noise_rngs = streams.noise_generators(T)
-        n = data.n_rows
-        F = np.zeros(n)
-        stats = np.empty((n, 2))
+        stats = np.empty((fit.n_rows, 2))
         stats[:, 1] = 1.0
-        rows = np.arange(n)
-        lr = float(self.learning_rate)
-        leaf = GaussianLeaf(L, eps_r, delta_r, "analytic" if analytic else "classic")
-        t0 = time.perf_counter()
-        self.trees_ = []
-        for t in range(T):
-            stats[:, 0] = np.clip(target - F, -L, L)
-            with acc.sequential(f"tree {t}"):
-                grown = grow_tree(data, stats, rows, self.mapper_, max_depth=D,
-                                  split_policy=RandomSplit(split_rngs[t]),
-                                  leaf_policy=leaf, rng=noise_rngs[t],
-                                  accountant=acc, label=f"tree {t}")
-            if data.is_sparse:
-                F += lr * grown.tree.value[apply_tree(grown.tree, prepare_predict_matrix(X)), 0]
-            else:  # serial walk for small tables (apply_binned always starts the pool)
-                grown.add_to_scores(F, lr, data)
-            self.trees_.append(grown.tree)
-        self.diagnostics_ = {
-            "sigma_sum": sigma_s, "sigma_count": sigma_c, "analytic_calibration": float(analytic),
-            "epsilon_per_release": eps_r, "delta_per_release": delta_r,
-            "seconds_per_tree": (time.perf_counter() - t0) / T, "domain_from_data": float(leaked),
-        }
-        return self
+        return GaussianTreeStep(
+            fit, L, int(self.max_depth), float(self.learning_rate),
+            GaussianLeaf(L, eps_r, delta_r, "analytic" if analytic else "classic"),
+            # random splits: structure (data-independent, may be published); leaves: noise
+            [np.random.default_rng(c) for c in fit.streams.structure.spawn(T)],
+            fit.streams.noise_generators(T), stats,
+            {"sigma_sum": sigma_s, "sigma_count": sigma_c, "analytic_calibration": float(analytic),
+             "epsilon_per_release": eps_r, "delta_per_release": delta_r},
+        )
 
-    def _staged_raw(self, X) -> Iterator[np.ndarray]:
-        check_is_fitted(self, "trees_")
-        X = prepare_predict_matrix(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                                                 reset=False))
-        F = np.zeros(X.shape[0])
-        for t in self.trees_:
-            F = F + float(self.learning_rate) * t.value[apply_tree(t, X), 0]
-            yield F
-
-    def _raw(self, X) -> np.ndarray:
-        # the last of _staged_raw's scores, bit for bit (0 + the trees' additions in order)
-        check_is_fitted(self, "trees_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return raw_predict(self.trees_, float(self.learning_rate), X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
+    def _fit_diagnostics(self, boosted: Boosted, leaked: bool) -> dict[str, float]:
+        return {"domain_from_data": float(leaked)}
 
 
-def _init(self, kw: dict) -> None:
-    for k, v in kw.items():
-        if k not in ("self", "__class__"):
-            setattr(self, k, v)
-
-
-class GaussianBDTRegressor(RegressorMixin, _GaussianBDTBase):
+class GaussianBDTRegressor(ScaledScoreRegressorMixin, RegressorMixin, _GaussianBDTBase):
     """Gaussian-mechanism BDT regressor (slides); see the module docstring."""
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, n_trees=10, max_depth=4, learning_rate=0.3,
                  clip=1.0, calibration="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, random_state=None, noise_rng=None, accountant=None):
-        _init(self, locals())
-
-    def _targets(self, y):
-        y = np.asarray(y, dtype=np.float64)
-        (lo, hi), leaked = resolve_label_domain(self.label_domain, y, private=True)
-        self._label_domain_from_data = leaked
-        self.label_domain_ = (lo, hi)
-        return scale_labels(y, lo, hi)
-
-    def predict(self, X) -> np.ndarray:
-        return unscale_labels(self._raw(X), *self.label_domain_)
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        for F in self._staged_raw(X):
-            yield unscale_labels(F, *self.label_domain_)
+        store_params(self, locals())
 
 
-class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
+class GaussianBDTClassifier(BinaryScoreClassifierMixin, ClassifierMixin, _GaussianBDTBase):
     """Gaussian-mechanism BDT binary classifier on labels ``{-1, +1}`` (slides' algorithm
     with the error-corrected labels of a +-1 coding). ``classes``: the public label set
     (exactly two labels); ``classes_`` is it whatever labels the training fold holds."""
@@ -300,32 +237,10 @@ class GaussianBDTClassifier(ClassifierMixin, _GaussianBDTBase):
                  clip=1.0, calibration="auto", binning="domain", max_bins=32,
                  feature_domain=None, categorical_features=None, n_categories=None,
                  classes=None, random_state=None, noise_rng=None, accountant=None):
-        _init(self, locals())
-
-    def _targets(self, y):
-        self._classes_from_data = self.classes is None
-        self.classes_ = binary_classes(y, self.classes)
-        return pm1_targets(y, self.classes_)
-
-    def decision_function(self, X) -> np.ndarray:
-        return self._raw(X)
+        store_params(self, locals())
 
     def predict_proba(self, X) -> np.ndarray:
         """``p = clip((1 + F) / 2, 0, 1)``: F estimates ``E[y]`` for ``y = +-1`` (leaves are
         mean clipped residuals), so ``E[y] = 2p - 1``; columns in ``classes_`` order."""
-        return proba_from_pm1_score(self._raw(X))
-
-    def _label(self, F):
-        return labels_from_score(self.classes_, F)
-
-    def predict(self, X) -> np.ndarray:
-        return self._label(self._raw(X))
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        for F in self._staged_raw(X):
-            yield self._label(F)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
+        check_is_fitted(self, "trees_")
+        return proba_from_pm1_score(self._decision(X))

@@ -7,7 +7,7 @@ Modules: :mod:`.formulas` (residuals, gains, sensitivities, budget and data shar
 (scikit-learn estimators), :mod:`.procedures`, :mod:`.audit`.
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest
+from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 _MOD = "dpexp.papers.inprivate.estimators"
 _PAPER = "inprivate-digging-zhao-2018"
@@ -23,6 +23,7 @@ MANIFEST = PaperManifest(
             private=True, paper=_PAPER,
             description="InPrivate Digging: DP regression trees (Alg. 1) boosted across data owners "
                         "(Alg. 2, rounds with the halving rule, quality control).",
+            tree_params=TreeParams(depth="depth"),
         ),
         AlgorithmInfo(
             name="inprivate_np",
@@ -30,6 +31,7 @@ MANIFEST = PaperManifest(
                      "regression": f"{_MOD}:InPrivateNPRegressor"},
             private=False, paper=_PAPER,
             description="No-Priv: the InPrivate protocol without noise (greedy splits, exact leaves).",
+            tree_params=TreeParams(depth="depth"),
         ),
     ],
     procedures={"inprivate_schedule_timing":

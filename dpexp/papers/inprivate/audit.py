@@ -11,7 +11,7 @@ audited conditionally on it -- what the parallel-composition argument of Section
 assumes (every record keeps its chunk whatever the other records are): the chunk of a
 record is keyed by its content (:func:`dpexp.privacy.record_ids`), never by its row.
 
-Neighbours (add/remove one record, :mod:`dpexp.privacy.audit`):
+Neighbours (add/remove one record, :mod:`dpexp.audit`):
 
 * ``inprivate_class_removal``: removing the only record of a class. With the declared
   ``classes`` the label set, the columns of ``predict_proba`` and the ``{-1, +1}`` targets
@@ -28,11 +28,11 @@ private ``n`` (``n_records=len(X)``, the pre-fix behaviour) and the label domain
 private labels (``label_domain=None``). Every fit's budget is the claim: ``epsilon`` of
 Theorem 7 per chunk, one chunk per record (Section VI-B).
 
-The paths users run (issue #38, :mod:`dpexp.privacy.audit_paths`):
+The paths users run (issue #38, :mod:`dpexp.audit.paths`):
 ``inprivate_runner_share_boundary`` fits with the runner's parameters
-(:func:`dpexp.privacy.audit_runner.runner_fit`: ``n_records`` from the declared rows, not
+(:func:`dpexp.audit.runner_path.runner_fit`: ``n_records`` from the declared rows, not
 ``len(X)``), ``inprivate_canary_positions`` inserts the canary at row 0, in the middle and
-at the end, and ``inprivate_defaults`` (:mod:`dpexp.privacy.audit_defaults`) fits with the
+at the end, and ``inprivate_defaults`` (:mod:`dpexp.audit.defaults_path`) fits with the
 default noise; their broken twins (``inprivate_runner_n_from_len_x``,
 ``inprivate_row_keyed_partition``, ``inprivate_defaults_noise_from_random_state``)
 re-introduce ``n_records = len(X)``, chunks keyed by row position and noise keyed by
@@ -48,16 +48,16 @@ from typing import Any
 
 import numpy as np
 
+from dpexp.audit.defaults_path import defaults_targets
+from dpexp.audit.paths import CANARY_POSITIONS, covering, insert_row
+from dpexp.audit.runner_path import RunnerCase, runner_fit, tiny_info
+from dpexp.audit.targets import AuditTarget, end_to_end_target
 from dpexp.papers.inprivate.estimators import (
     InPrivateClassifier,
     InPrivateRegressor,
 )
 from dpexp.papers.inprivate.formulas import assign_chunks, participant_share, round_shares
 from dpexp.papers.inprivate.protocol import ParticipantNode
-from dpexp.privacy.audit import AuditTarget, end_to_end_target
-from dpexp.privacy.audit_defaults import defaults_targets
-from dpexp.privacy.audit_paths import CANARY_POSITIONS, covering, insert_row
-from dpexp.privacy.audit_runner import RunnerCase, runner_fit, tiny_info
 from dpexp.privacy.partition import RecordIds
 from dpexp.privacy.public import DataDependentWarning
 
@@ -229,7 +229,7 @@ def _extreme_release(label_domain: Any) -> Callable[..., np.ndarray]:
 
 #: The share target's setting as the runner passes it (issue #38): 7 declared rows of a
 #: test-registered dataset; n_records, metadata, seeded noise and the row's verdict come
-#: from :func:`dpexp.privacy.audit_runner.runner_fit`.
+#: from :func:`dpexp.audit.runner_path.runner_fit`.
 SHARE_RUNNER = RunnerCase(
     "inprivate", tiny_info("audit_inprivate_share", rows=SHARE_N, features=1, classes=CLASSES,
                            domain=(0.0, 1.0)),

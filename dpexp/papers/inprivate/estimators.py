@@ -74,14 +74,14 @@ Privacy notes (see also the spec captions):
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
+from dpexp.boosting.base import Boosted, BoostingEstimator, BoostingFit, store_params
 from dpexp.boosting.gbdt import (
     ScaledScoreRegressorMixin,
     make_bin_mapper,
@@ -89,7 +89,6 @@ from dpexp.boosting.gbdt import (
     prepare_predict_matrix,
 )
 from dpexp.boosting.labels import BinaryScoreClassifierMixin
-from dpexp.errors import check_epsilon
 from dpexp.papers.inprivate.formulas import (
     BINNINGS,
     DOWNSAMPLE_REASON,
@@ -108,11 +107,11 @@ from dpexp.papers.inprivate.protocol import (
     run_inline,
     tree_contribution,
 )
-from dpexp.privacy import Accountant, record_ids
-from dpexp.privacy.budget import charges_budget
+from dpexp.papers.inprivate.schedule import run_parallel
+from dpexp.privacy import record_ids
 from dpexp.privacy.public import warn_outside_package
-from dpexp.privacy.randomness import NOT_PRIVATE, EstimatorStreams, estimator_streams
-from dpexp.trees.binning import MAX_BINS
+from dpexp.privacy.randomness import EstimatorStreams
+from dpexp.trees.binning import MAX_BINS, BinMapper
 
 # ----------------------------------------------------------------------------- estimators
 
@@ -123,10 +122,10 @@ def _as_float64(X):
     return np.ascontiguousarray(X, dtype=np.float64)
 
 
-class _InPrivateBase(BaseEstimator):
-    """Shared fit/predict; see the module docstring."""
+class _InPrivateBase(BoostingEstimator):
+    """Algorithm 2's protocol on the shared boosting fit; see the module docstring."""
 
-    _private = True
+    _fit_dtype = [np.float64, np.float32]
     _task = "classification"
 
     def _check_params(self) -> None:
@@ -157,17 +156,39 @@ class _InPrivateBase(BaseEstimator):
         if self.leaf_denominator_floor is not None and float(self.leaf_denominator_floor) <= 0:
             raise ValueError("leaf_denominator_floor must be > 0")
 
-    def _protocol_config(self, X) -> tuple[ProtocolConfig, bool]:
-        eps = check_epsilon(self.epsilon, name="epsilon") if self._private else float("inf")
-        leaked = self.binning == "downsample"
-        mapper = None
-        if self.binning == "domain":
-            mapper, leaked = make_bin_mapper(
-                X, binning="domain", feature_domain=self.feature_domain,
-                categorical_features=self.categorical_features, n_categories=self.n_categories,
-                max_bins=int(self.max_bins), private=self._private)
-        cfg = ProtocolConfig(
-            task=self._task, private=self._private, epsilon=eps, depth=int(self.depth),
+    def _validate_training_data(self, X, y):
+        X, y = super()._validate_training_data(X, y)
+        return _as_float64(X), y
+
+    def _bin(self, X):
+        """The public grid (``binning="domain"``; the participants bin their own chunks),
+        or none: ``"downsample"`` reads the split values from the private chunks."""
+        if self.binning != "domain":
+            return None, None, self.binning == "downsample"
+        mapper, leaked = make_bin_mapper(
+            X, binning="domain", feature_domain=self.feature_domain,
+            categorical_features=self.categorical_features, n_categories=self.n_categories,
+            max_bins=int(self.max_bins), private=self._private)
+        return mapper, None, leaked
+
+    def _not_dp_reasons(self, leaked: bool) -> list[str]:
+        """Why this fit is not DP: public input read from the private data (label set,
+        label or feature domain), or the paper's down-sampled split values (shares read
+        from the private ``n``: marked by :meth:`_boost`)."""
+        downsample = self.binning == "downsample"
+        reasons = not_dp_reasons(
+            classes=getattr(self, "_classes_from_data", False),
+            label_domain=getattr(self, "_label_domain_from_data", False),
+            feature_domain=leaked and not downsample)
+        if downsample:
+            reasons.append(DOWNSAMPLE_REASON)
+        return reasons
+
+    def _protocol_config(self, epsilon: float, mapper: BinMapper | None) -> ProtocolConfig:
+        """The protocol's configuration: the promised ``epsilon`` (of every chunk) and the
+        public grid ``mapper`` (None: the participants down-sample their chunks)."""
+        return ProtocolConfig(
+            task=self._task, private=self._private, epsilon=epsilon, depth=int(self.depth),
             internal_fraction=float(self.internal_fraction), residual_clip=float(self.residual_clip),
             learning_rate=float(self.learning_rate), n_participants=int(self.n_participants),
             n_rounds=int(self.n_rounds), quality_control=bool(self.quality_control),
@@ -178,7 +199,6 @@ class _InPrivateBase(BaseEstimator):
             else float(self.leaf_denominator_floor), mapper=mapper,
             categorical_features=self.categorical_features, n_categories=self.n_categories,
         )
-        return cfg, leaked
 
     def _declared_size(self, n: int) -> tuple[int | None, bool]:
         """``(n_records, from_data)``: the declared size the shares refer to, or -- when
@@ -214,76 +234,52 @@ class _InPrivateBase(BaseEstimator):
                 {k: noise[k] for k in range(p, cfg.n_slots, cfg.n_participants)}))
         return nodes, share * (n if n_records is None else n_records)
 
-    @charges_budget
-    def fit(self, X, y):
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                             ensure_all_finite=True)
-        self._check_params()
-        X = _as_float64(X)
-        z = self._fit_targets(X, y)
-        cfg, leaked = self._protocol_config(X)
-        n_records, share_from_n = self._declared_size(X.shape[0])
-        streams = estimator_streams(self.random_state, getattr(self, "noise_rng", NOT_PRIVATE))
-        nodes, expected = self._make_nodes(X, z, cfg, streams, n_records)
-        t0 = time.perf_counter()
-        result = None
+    def _run_protocol(self, nodes: list[ParticipantNode], cfg: ProtocolConfig):
+        """``(messages, schedule result)``: in-process (``n_jobs=1``) or one worker process
+        per participant (Section VI-C)."""
         if self.n_jobs in (None, 1):
-            messages = run_inline(nodes, cfg)
-        else:
-            from dpexp.papers.inprivate.schedule import run_parallel
+            return run_inline(nodes, cfg), None
+        n_jobs = int(self.n_jobs)
+        if 1 < n_jobs < cfg.n_participants:
+            raise ValueError(
+                f"n_jobs={n_jobs}: the parallel schedule needs one live worker per participant "
+                f"({cfg.n_participants}); use n_jobs=-1 or n_jobs=1 (in-process)")
+        result = run_parallel(nodes, cfg, schedule=self.schedule, backend=self.backend)
+        return result.messages, result
 
-            n_jobs = int(self.n_jobs)
-            if 1 < n_jobs < cfg.n_participants:
-                raise ValueError(
-                    f"n_jobs={n_jobs}: the parallel schedule needs one live worker per participant "
-                    f"({cfg.n_participants}); use n_jobs=-1 or n_jobs=1 (in-process)")
-            result = run_parallel(nodes, cfg, schedule=self.schedule, backend=self.backend)
-            messages = result.messages
-        elapsed = time.perf_counter() - t0
-        self.accountant_ = Accountant(epsilon=cfg.epsilon)
+    def _boost(self, fit: BoostingFit) -> Boosted:
+        """Algorithm 2 across the participants; the chunks' ledgers are composed in the
+        fit's accountant (parallel composition of disjoint chunks)."""
+        cfg = self._protocol_config(fit.epsilon, fit.mapper)
+        n_records, share_from_n = self._declared_size(fit.n_rows)
+        nodes, expected = self._make_nodes(fit.X, fit.target, cfg, fit.streams, n_records)
+        messages, result = self._run_protocol(nodes, cfg)
         if cfg.private:
-            replay_ledgers(self.accountant_, messages)
-            for reason in self._not_dp_reasons(leaked, share_from_n):
-                self.accountant_.mark_not_dp(reason)
+            if share_from_n:
+                fit.accountant.mark_not_dp(SHARE_FROM_N_REASON)
+            replay_ledgers(fit.accountant, messages)
         self.messages_ = messages
         self.schedule_result_ = result  # ScheduleResult (timeline, bytes) of a parallel fit
-        self.trees_ = accepted_trees(messages)
+        trees = accepted_trees(messages)
         n_rejected = sum(1 for m in messages if m.verdict_prev is False)
         advances = [m.advance for m in messages if m.advance is not None]
-        self.diagnostics_ = {
+        diag = {
             "n_trees_built": float(len(messages)),
-            "n_trees_used": float(len(self.trees_)),
+            "n_trees_used": float(len(trees)),
             "n_trees_rejected": float(n_rejected),
             "n_rounds_run": float(math.ceil(len(messages) / cfg.n_participants)),
             "last_advance": float(advances[-1]) if advances else float("nan"),
             "records_per_participant_expected": float(expected),
             "epsilon_per_tree": cfg.budget.tree if cfg.private else float("inf"),
-            "binning_is_data_dependent": float(leaked),
-            "seconds_per_tree": elapsed / max(1, len(messages)),
+            "binning_is_data_dependent": float(fit.grid_from_data),
         }
-        return self
+        return Boosted(trees, diag, len(messages))
 
-    def _not_dp_reasons(self, leaked: bool, share_from_n: bool) -> list[str]:
-        """Why this fit is not DP: public input read from the private data (label set,
-        label or feature domain, shares), or the paper's down-sampled split values."""
-        downsample = self.binning == "downsample"
-        reasons = not_dp_reasons(
-            classes=getattr(self, "_classes_from_data", False),
-            label_domain=getattr(self, "_label_domain_from_data", False),
-            feature_domain=leaked and not downsample)
-        if downsample:
-            reasons.append(DOWNSAMPLE_REASON)
-        if share_from_n:
-            reasons.append(SHARE_FROM_N_REASON)
-        return reasons
-
-    def _raw(self, X):
-        check_is_fitted(self, "trees_")
-        return _as_float64(validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
-                                         reset=False))
+    def _predict_matrix(self, X):
+        return _as_float64(super()._predict_matrix(X))
 
     def _staged_decision(self, X) -> Iterator[np.ndarray]:
-        X = prepare_predict_matrix(self._raw(X))
+        X = prepare_predict_matrix(self._predict_matrix(X))
         F = np.zeros(X.shape[0])
         lr = float(self.learning_rate)
         for t in self.trees_:
@@ -291,7 +287,7 @@ class _InPrivateBase(BaseEstimator):
             yield F
 
     def _decision(self, X) -> np.ndarray:
-        X = prepare_predict_matrix(self._raw(X))
+        X = prepare_predict_matrix(self._predict_matrix(X))
         F = np.zeros(X.shape[0])
         for t in self.trees_:
             F += tree_contribution(t, X, float(self.learning_rate))
@@ -311,23 +307,11 @@ class _ClassifierPart(BinaryScoreClassifierMixin, ClassifierMixin):
         p = 1.0 / (1.0 + np.exp(np.clip(-2.0 * F, -700, 700)))
         return np.column_stack([1.0 - p, p])
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags
-
 
 class _RegressorPart(ScaledScoreRegressorMixin, RegressorMixin):
     """Regression, labels scaled to [-1, 1] with the public label domain (Section VII-A)."""
 
     _task = "regression"
-
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 _DOC_PARAMS = """
@@ -370,11 +354,6 @@ _DOC_PARAMS = """
 """
 
 
-def _init(self, **kwargs):
-    for k, v in kwargs.items():
-        setattr(self, k, v)
-
-
 class InPrivateClassifier(_ClassifierPart, _InPrivateBase):
     __doc__ = "InPrivate Digging binary classifier (Sections V-A and VI).\n" + _DOC_PARAMS
 
@@ -386,7 +365,7 @@ class InPrivateClassifier(_ClassifierPart, _InPrivateBase):
                  schedule="speedup", backend="loky", feature_domain=None,
                  categorical_features=None, n_categories=None, label_domain=None, classes=None,
                  random_state=None, noise_rng=None, accountant=None):
-        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+        store_params(self, locals())
 
 
 class InPrivateRegressor(_RegressorPart, _InPrivateBase):
@@ -400,7 +379,7 @@ class InPrivateRegressor(_RegressorPart, _InPrivateBase):
                  schedule="speedup", backend="loky", feature_domain=None,
                  categorical_features=None, n_categories=None, label_domain=None,
                  random_state=None, noise_rng=None, accountant=None):
-        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+        store_params(self, locals())
 
 
 class _NoPrivacy:
@@ -423,7 +402,7 @@ class InPrivateNPClassifier(_NoPrivacy, _ClassifierPart, _InPrivateBase):
                  binning="domain", max_bins=32, n_jobs=1, schedule="speedup", backend="loky",
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, classes=None, random_state=None):
-        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+        store_params(self, locals())
 
 
 class InPrivateNPRegressor(_NoPrivacy, _RegressorPart, _InPrivateBase):
@@ -435,4 +414,4 @@ class InPrivateNPRegressor(_NoPrivacy, _RegressorPart, _InPrivateBase):
                  binning="domain", max_bins=32, n_jobs=1, schedule="speedup", backend="loky",
                  feature_domain=None, categorical_features=None, n_categories=None,
                  label_domain=None, random_state=None):
-        _init(self, **{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+        store_params(self, locals())

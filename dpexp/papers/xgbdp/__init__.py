@@ -6,7 +6,7 @@ real XGBoost / scikit-learn models for the no_noise row), :mod:`.procedures` (fe
 importance, ROC), :mod:`.audit`.
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest
+from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 _PAPER = "xgboost-dp-shi-2021"
 _MOD = "dpexp.papers.xgbdp.estimators"
@@ -19,12 +19,14 @@ PAPER_NOT_DP = ("Table 1 step 5 selects features by the importance of a non-priv
 
 def _info(name: str, cls: str, private: bool, description: str) -> AlgorithmInfo:
     return AlgorithmInfo(name=name, targets={"classification": f"{_COMP}:{cls}"},
-                         private=private, paper=_PAPER, description=description)
+                         private=private, paper=_PAPER, description=description,
+                         tree_params=TreeParams(trees="n_trees", depth="max_depth"))
 
 
 def _library(name: str, cls: str, description: str, requires: tuple[str, ...] = ()) -> AlgorithmInfo:
     return AlgorithmInfo(name=name, targets={"classification": f"{_LIB}:{cls}"}, private=False,
-                         paper=_PAPER, description=description, requires=requires)
+                         paper=_PAPER, description=description, requires=requires,
+                         tree_params=TreeParams(trees="n_estimators", depth="max_depth"))
 
 
 _SMALL = {"n_trees": 3, "max_depth": 3}
@@ -39,6 +41,7 @@ MANIFEST = PaperManifest(
             description="XGBoost-DP (Shi et al. 2021, Table 1), correctly accounted: trees "
                         "compose sequentially, no feature selection on private data.",
             default_params={"variant": "correct"},
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="xgboost_dp_paper", targets={"classification": f"{_MOD}:XGBoostDPClassifier"},
@@ -47,11 +50,13 @@ MANIFEST = PaperManifest(
                         "private data (NOT differentially private; reproduction only).",
             default_params={"variant": "paper"},
             not_dp=PAPER_NOT_DP,
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
         AlgorithmInfo(
             name="np_xgboost", targets={"classification": f"{_MOD}:NPXGBoostClassifier"},
             private=False, paper=_PAPER,
             description="Non-private XGBoost on the same engine (Table 2 no_noise row).",
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
         ),
         _info("dp_rf_xgbdp", "DPRandomForestXGBDPClassifier", True,
               "DP random forest of XGBoost-DP trees, eps/n per tree (Shi et al. Table 2 comparator)."),

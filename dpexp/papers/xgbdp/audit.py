@@ -1,7 +1,7 @@
 """End-to-end privacy audits of XGBoost-DP (Shi et al. 2021, Table 1, Section 5.1) and its
 Table 2 comparators (DP random forest, DP AdaBoost) on the real registered estimators.
 
-As in :mod:`dpexp.papers.dpboost.audit`: every draw fits the estimator on a tiny
+As for DPBoost (:mod:`dpexp.audit.estimator_releases`): every draw fits the estimator on a tiny
 dataset with the public metadata passed explicitly, a fixed public ``random_state`` (the
 forest's per-node feature draws, AdaBoost's resampling keys) and ``noise_rng`` = a fresh
 child of the audit's generator; the output is the whole release (``classes_``,
@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.papers.dpboost.audit import (
+from dpexp.audit.defaults_path import defaults_targets
+from dpexp.audit.estimator_releases import (
     AUDIT_EPSILON,
     CLASSES,
     QUICK_SAMPLES,
@@ -35,13 +36,12 @@ from dpexp.papers.dpboost.audit import (
     discrete_release,
     tiny_public_metadata,
 )
+from dpexp.audit.targets import AuditTarget, end_to_end_target
 from dpexp.papers.xgbdp.comparators import (
     DPAdaBoostXGBDPClassifier,
     DPRandomForestXGBDPClassifier,
 )
 from dpexp.papers.xgbdp.estimators import XGBoostDPClassifier
-from dpexp.privacy.audit import AuditTarget, end_to_end_target
-from dpexp.privacy.audit_defaults import defaults_targets
 
 _X_CLS = np.array([[0.1], [0.2], [0.3], [0.4], [0.6], [0.9]])
 _Y_CLS = np.array([0, 0, 0, 0, 0, 1])

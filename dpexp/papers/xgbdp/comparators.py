@@ -52,9 +52,9 @@ import math
 
 import numpy as np
 
-from dpexp.papers.xgbdp.estimators import (
+from dpexp.papers.xgbdp.estimators import XGBDPEnsembleBase
+from dpexp.papers.xgbdp.tree import (
     NOISE_SOURCES,
-    XGBDPEnsembleBase,
     grow_xgbdp_tree,
     parse_noiseless,
     per_node_budgets,

@@ -1,0 +1,195 @@
+"""The plan's third tier (:mod:`dpexp.experiments.plan`): time two small fits of a group's
+algorithm on a calibration sample and extrapolate them to the cells' training-fold size."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dpexp.datasets import load_dataset
+from dpexp.datasets.registry import DatasetInfo, all_datasets, get_dataset_info
+from dpexp.experiments.cells import Cell, canonical_json
+from dpexp.experiments.design import declared_training_rows, with_n_records
+from dpexp.experiments.environment import downloaded
+from dpexp.experiments.execute import WARMUP_ROWS
+from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
+from dpexp.experiments.timings import tree_params
+from dpexp.privacy.randomness import seeded_noise
+from dpexp.registry import TreeParams, get_algorithm, make_estimator
+
+#: Training rows of the larger calibration fit (the smaller one has half as many).
+CALIBRATION_ROWS = 2000
+#: Trees of a calibration fit, when the estimator has a tree-count parameter.
+CALIBRATION_TREES = 3
+#: A calibration fit slower than this is not repeated at half size: its time is taken as
+#: proportional to the rows (no fixed cost), which caps a calibration at about two such fits.
+SLOW_FIT_SECONDS = 1.0
+#: Seconds of calibration (loading samples and fitting) per process; later groups are unknown.
+CALIBRATION_BUDGET_SECONDS = 60.0
+
+
+def training_rows(ref: DatasetRef, cv: CVScheme, max_rows: int | None,
+                  info: DatasetInfo | None = None) -> int | None:
+    """Training rows of one cell, from the registry's row count (or the synthetic
+    ``n_samples``), the scale's ``max_rows`` and the CV scheme; None if not registered.
+    Fold 0's (the largest test part, the fewest training rows): the runner's own
+    arithmetic, :func:`dpexp.experiments.design.declared_training_rows`."""
+    return declared_training_rows(ref, cv, max_rows, 0, info)
+
+
+@dataclass(frozen=True)
+class _FitModel:
+    """Fit seconds at ``trees`` trees as ``fixed + per_row * rows``, and how it was found."""
+
+    fixed: float
+    per_row: float
+    trees: int | None
+    how: str
+
+    def factor(self, trees: int | None) -> float:
+        """Ensembles are linear in their trees: the cell's trees over the calibration's."""
+        return trees / self.trees if trees and self.trees else 1.0
+
+    def seconds(self, rows: int, trees: int | None) -> float:
+        return (self.fixed + self.per_row * rows) * self.factor(trees)
+
+
+def _fewer_trees(trees: TreeParams, params: dict) -> dict:
+    """``params`` with at most CALIBRATION_TREES trees (and trees per ensemble)."""
+    params = dict(params)
+    n_trees = trees.tree_count(params)
+    if n_trees is not None and n_trees > CALIBRATION_TREES:
+        params[trees.trees] = CALIBRATION_TREES
+        per = params.get(trees.per_ensemble) if trees.per_ensemble else None
+        if isinstance(per, int):  # ensembles of trees (DPBoost)
+            params[trees.per_ensemble] = min(per, CALIBRATION_TREES)
+    return params
+
+
+
+
+
+class Calibrator:
+    """Times small fits, once per (dataset, algorithm, private or not, depth) and process:
+    ``dpexp plan --all`` shares one across experiments. Other parameters are the first
+    calibrated cell's; rows and trees are scaled per cell.
+
+    Availability of each dataset (a checksum of its files) and one calibration sample of
+    at most ``CALIBRATION_ROWS`` rows per dataset are kept for the process too. Once
+    ``budget_seconds`` have gone into calibrating, further groups stay unknown (and say so).
+    """
+
+    def __init__(self, budget_seconds: float | None = None) -> None:
+        self.budget_seconds = CALIBRATION_BUDGET_SECONDS if budget_seconds is None else budget_seconds
+        self.spent_seconds = 0.0
+        self._available: dict[str, bool] = {}
+        self._samples: dict[str, Any] = {}
+        self._models: dict[str, _FitModel | str] = {}
+        self._warmed: set[tuple[str, str]] = set()
+        self._registry: dict[str, DatasetInfo] | None = None
+
+    def info(self, name: str) -> DatasetInfo:
+        """The registry entry of ``name`` (the registry is parsed once per calibrator: a
+        parse of datasets.yaml per group made planning every experiment take minutes)."""
+
+        if self._registry is None:
+            self._registry = all_datasets()
+        return self._registry.get(name) or get_dataset_info(name)  # unknown: its error
+
+    def available(self, name: str) -> bool:
+        if name not in self._available:
+            self._available[name] = downloaded(name, self.info(name))
+        return self._available[name]
+
+    def sample(self, ref: DatasetRef):
+        """The calibration sample of ``ref``'s dataset: at most CALIBRATION_ROWS rows (a
+        synthetic dataset is generated at that size; a file is parsed once and subsampled).
+        ``n_samples`` only sizes a synthetic dataset, so it does not make another sample."""
+
+        params = {k: v for k, v in ref.params.items() if k != "n_samples"}
+        key = canonical_json({"name": ref.name, "params": params})
+        if key not in self._samples:
+            self._samples[key] = load_dataset(ref.name, params, max_rows=CALIBRATION_ROWS,
+                                              subsample_seed=0, progress=False)
+        return self._samples[key]
+
+    def estimate(self, cell: Cell, spec: ExperimentSpec) -> tuple[float | None, float, str]:
+        """(seconds of one cell of ``cell``'s group, seconds of one warm-up fit, method)."""
+        info = self.info(cell.dataset.name)
+        rows = training_rows(cell.dataset, spec.cv, spec.max_rows(cell.scale), info)
+        if rows is None:
+            return None, 0.0, "unknown: the registry has no row count for this dataset"
+        params = {**_defaults(cell, info.task), **cell.params}
+        model = self._model(cell, params)
+        if isinstance(model, str):
+            return None, 0.0, model
+        trees = tree_params(cell.algorithm).tree_count(params)
+        scaled = f" and {trees} trees" if model.factor(trees) != 1.0 else ""
+        return (model.seconds(rows, trees), model.seconds(min(rows, WARMUP_ROWS), trees),
+                f"{model.how} to {rows:,} rows{scaled}")
+
+    def _model(self, cell: Cell, params: dict) -> _FitModel | str:
+        # a calibration is shared only between cells of the same depth
+        depth = tree_params(cell.algorithm).depth
+        key = canonical_json({"dataset": cell.dataset.name, "algorithm": cell.algorithm,
+                              "private": math.isfinite(cell.epsilon),
+                              "depth": params.get(depth) if depth else None})
+        if key in self._models:
+            return self._models[key]
+        if self.spent_seconds >= self.budget_seconds:
+            return f"unknown: calibration time budget ({self.budget_seconds:.0f} s) spent"
+        t0 = time.perf_counter()
+        try:
+            self._models[key] = self._calibrate(cell, _fewer_trees(tree_params(cell.algorithm), params))
+        except Exception as exc:  # the run reports it with its context; the plan goes on
+            self._models[key] = f"unknown: calibration failed ({type(exc).__name__}: {exc})"
+        self.spent_seconds += time.perf_counter() - t0
+        return self._models[key]
+
+    def _calibrate(self, cell: Cell, params: dict) -> _FitModel | str:
+
+        ds = self.sample(cell.dataset)
+        X, y = ds.X, ds.y
+        m = X.shape[0]
+        if m < 4:
+            return "unknown: too few rows to calibrate"
+        info = get_algorithm(cell.algorithm)
+
+        def fit(n: int) -> float:
+            # the runner declares the training-fold size as n_records (with_n_records); the
+            # calibration declares the rows it fits, n, which it chose; seeded noise, as a run
+            est = make_estimator(cell.algorithm, ds.task, with_n_records(cell.algorithm, params, n),
+                                 epsilon=cell.epsilon if info.private else None, random_state=0,
+                                 public=ds.public_metadata(), noise_rng=seeded_noise(0))
+            # CPU time of this process: other processes on a shared machine do not inflate
+            # it (the small fits run the kernels' serial paths, so CPU time is fit time)
+            t0 = time.process_time()
+            est.fit(X[:n], y[:n])
+            return time.process_time() - t0
+
+        trees = tree_params(cell.algorithm).tree_count(params)
+        half = m // 2
+        warm = (cell.algorithm, ds.task)
+        if warm not in self._warmed:  # numba compiles once per process: not a cell's cost
+            self._warmed.add(warm)
+            fit(half)
+        t_full = fit(m)
+        if t_full > SLOW_FIT_SECONDS:
+            return _FitModel(0.0, t_full / m, trees, f"calibrated: 1 fit on {m:,} rows, scaled")
+        slope = max(t_full - fit(half), 0.0) / (m - half)
+        return _FitModel(max(t_full - slope * m, 0.0), slope, trees,
+                         f"calibrated: fits on {half:,} and {m:,} rows, extrapolated linearly")
+
+
+def _defaults(cell: Cell, task: str) -> dict:
+    """The tree counts of the cell's estimator class at their defaults, then the registry's
+    defaults (so a tree count left at the class default is seen and scaled too)."""
+
+    info = get_algorithm(cell.algorithm)
+    explicit = {k: v for k, v in info.estimator_class(task)().get_params().items()
+                if k in info.tree_params.counts}
+    return {**explicit, **info.default_params}
+
+

@@ -1,0 +1,235 @@
+"""One artefact's section of ``dpexp report``: rendered at the best cached scale from the
+cache and the committed results, its cells counted against those of the datasets and
+optional packages this machine has, then every section's printed values judged once all
+are built (a ``shown`` explanation is checked against another section's cells)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpexp.errors import DpexpError
+from dpexp.experiments.cells import expand
+from dpexp.experiments.committed import table_path
+from dpexp.experiments.environment import dataset_available, optional_unavailable
+from dpexp.experiments.results import cached_results
+from dpexp.experiments.schema import CELL_COLUMNS
+from dpexp.experiments.spec import DatasetRef, ExperimentSpec
+from dpexp.experiments.stale import stale_rows, stale_summary
+from dpexp.registry import get_algorithm
+from dpexp.render.claims import ClaimResult, check_claims
+from dpexp.render.frame import not_dp_caveats, not_dp_mask, procedure_mask, replicate_statement
+from dpexp.render.paper_values import PLAUSIBLE, SHOWN
+from dpexp.render.render import NothingCachedError, RenderReport, render_frame
+from dpexp.render.significance import significance_markdown
+from dpexp.render.value_status import (
+    ComparisonSummary,
+    ValueStatus,
+    lands,
+    pooled_cells,
+    summarise_statuses,
+    value_statuses,
+)
+
+
+class Availability:
+    """Whether a dataset can be had on this machine, asked once per name per report
+    (:func:`dpexp.experiments.environment.dataset_available` reads the dataset registry each time)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        if name not in self._known:
+            self._known[name] = dataset_available(name)
+        return self._known[name]
+
+
+@dataclass
+class Section:
+    spec: ExperimentSpec
+    scale: str | None
+    n_cells: int = 0
+    n_missing: int = 0
+    cells_total: int = 0  # cells of the datasets that can be had (done ones included)
+    unavailable: list[str] = field(default_factory=list)  # dataset names, no result, not loadable
+    #: series whose optional package does not import here, no result: "label (package)"
+    algorithms_unavailable: list[str] = field(default_factory=list)
+    comparison: pd.DataFrame | None = None
+    agg: pd.DataFrame | None = None  # every aggregated row (a shown explanation's cells)
+    summary: ComparisonSummary | None = None
+    statuses: list[ValueStatus] = field(default_factory=list)  # one per printed value
+    claims: list[ClaimResult] = field(default_factory=list)
+    figure: Path | None = None
+    significance: str = ""
+    seeds: list[int] = field(default_factory=list)
+    not_dp: list[str] = field(default_factory=list)  # plain-text caveat lines
+    domain: str = ""
+    replicates: str = ""
+    display: dict[str, str] = field(default_factory=dict)
+    datasets_done: list[str] = field(default_factory=list)  # dataset keys with results
+    problem: str = ""  # why the spec's grid could not be expanded ("" if it could)
+    noise: list[str] = field(default_factory=list)  # how its rows' noise was drawn
+    rows_stale: int = 0  # rows the current code would compute differently (stale.py)
+    stale: str = ""  # the one line that says so ("" when none)
+    not_dp_cells: int = 0  # budgeted cells without a DP guarantee (the caveats' summary)
+    not_dp_kinds: list[str] = field(default_factory=list)  # why, in a few words each
+
+    @property
+    def n_done(self) -> int:
+        return self.n_cells - self.n_missing if self.scale else 0
+
+
+def _scales(results_dir: Path, spec: ExperimentSpec, wanted: str | None) -> list[str]:
+    """Scales to try, best first: paper where cached, else smoke (or just ``wanted``)."""
+    scales = [wanted] if wanted else ["paper", "smoke"]
+    return [s for s in scales if (Path(results_dir) / "cache" / spec.cells_id / s).is_dir()
+            or table_path(results_dir, spec.cells_id, s).exists()]
+
+
+def _names(datasets: list[DatasetRef]) -> list[str]:
+    return list(dict.fromkeys(d.name for d in datasets))
+
+
+def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None,
+                  available: Availability | None = None) -> Section:
+    """Render ``spec`` at the best cached scale and collect what the report shows of it."""
+    available = available or Availability()
+    problem = ""
+    for s in _scales(results_dir, spec, scale):
+        at = spec.at_scale(s)
+        try:
+            res = cached_results(at, s, results_dir, current_only=True)
+            rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
+                                    missing=len(res.missing), done=res.n_cells)
+        except NothingCachedError:
+            continue
+        except DpexpError as exc:  # one broken spec must not hide the others' verdicts
+            problem = str(exc)
+            break
+        sec = _section(spec, s, rendered)
+        # cells of the spec's grid only: a peer's column or an override run is shown but
+        # is neither done nor to do
+        sec.n_cells = sum(len(expand(at, s, seed)) for seed in res.seeds)
+        sec.n_missing = len(res.missing)
+        done = set(sec.datasets_done)
+        lacking = _missing_packages(at, {c.label for c in res.missing})
+        sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+        have = [c for c in res.missing if c.label not in lacking
+                and (c.dataset.key in done or available(c.dataset.name))]
+        sec.cells_total = sec.n_done + len(have)
+        sec.unavailable = [n for n in _names(at.datasets) if not available(n)
+                           and not any(k.split("[")[0] == n for k in done)]
+        return sec
+    # Not run: what running it would take, at the scale asked for (paper by default).
+    at = spec.at_scale(scale or "paper")
+    sec = Section(spec, None, problem=problem)
+    try:
+        cells = expand(at, scale or "paper", 0)
+        lacking = _missing_packages(at, {c.label for c in cells})
+        sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+        sec.cells_total = sum(available(c.dataset.name) and c.label not in lacking for c in cells)
+    except DpexpError as exc:
+        sec.problem = sec.problem or str(exc)
+    sec.unavailable = [n for n in _names(at.datasets) if not available(n)]
+    return sec
+
+
+def _missing_packages(spec: ExperimentSpec, labels: set[str]) -> dict[str, str]:
+    """Series of ``labels`` whose algorithm needs an optional package that does not import
+    here (label -> package): ``dpexp run`` skips them, so their cells are not counted."""
+    out = {}
+    for a in spec.algorithms:
+        if a.label in labels and a.name and get_algorithm(a.name).requires:
+            why = optional_unavailable(get_algorithm(a.name).requires)
+            if why:
+                out[a.label] = why.split(" ")[0]
+    return out
+
+
+def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Section:
+    frame, agg, ctx = rendered.frame, rendered.agg, rendered.context
+    sec = Section(spec, scale, n_cells=rendered.total_cells, n_missing=rendered.missing_cells)
+    sec.seeds = sorted(int(x) for x in frame["seed"].dropna().unique())
+    sec.datasets_done = sorted(str(d) for d in frame["dataset"].dropna().unique())
+    sec.comparison = agg[agg["paper_value"].notna()]
+    sec.agg = agg
+    sec.claims = check_claims(spec.claims, agg, ctx.tasks, scale)
+    sec.not_dp = not_dp_caveats(frame, ctx)
+    sec.not_dp_cells, sec.not_dp_kinds = not_dp_cell_count(frame)
+    sec.domain = ctx.note
+    sec.replicates = replicate_statement(frame, agg["n"])
+    sec.noise = sorted(set(frame["noise"]) - {""}) if "noise" in frame else []
+    sec.rows_stale, sec.stale = int(stale_rows(frame).sum()), stale_summary(frame)
+    sec.display = ctx.display
+    sec.significance = significance_markdown(spec, frame, scale, ctx.display)
+    sec.figure = next((f for f in rendered.files if f.suffix == ".png"), None)
+    return sec
+
+
+def not_dp_cell_count(frame: pd.DataFrame) -> tuple[int, list[str]]:
+    """How many cells run with a budget give no DP guarantee, and why in a few words
+    ("marked not DP by the run", "domains from data"): the caveats' one-line summary."""
+    budgeted = np.isfinite(frame["epsilon"].astype(float)) & ~procedure_mask(frame)
+    marked = not_dp_mask(frame)
+    from_data = (budgeted & ~marked & (frame["domain_source"] != "")
+                 & ~frame["domain_source"].str.startswith("declared"))
+    keys = [c for c in CELL_COLUMNS if c in frame]
+    n = int(frame[marked | from_data].groupby(keys, dropna=False).ngroups) if keys else 0
+    kinds = [k for k, m in (("marked not DP by the run", marked), ("domains from data", from_data))
+             if m.any()]
+    return n, kinds
+
+
+def shown_checker(sections: list[Section]):
+    """A check of declared ``shown`` explanations against the named experiment's cells in
+    this report (:func:`dpexp.render.value_status.lands`, the rule of a reproduction)."""
+    by_id = {s.spec.id: s for s in sections}
+
+    def check(spec: ExperimentSpec, entry: dict) -> tuple[bool, str]:
+        shown = entry["shown"]
+        other = by_id.get(str(shown["experiment"]))
+        if other is None or other.agg is None or other.scale != "paper":
+            return False, f"experiment {shown['experiment']} has no paper-scale results here"
+        cells = ", ".join(f"{k} {v}" for k, v in shown["cells"].items())
+        stats = pooled_cells(other.agg, other.spec, dict(shown["cells"]))
+        if stats is None:
+            return False, f"no cell of {shown['experiment']} matches ({cells})"
+        ok, detail = lands(entry, spec, stats)
+        return ok, f"{shown['experiment']} ({cells}): {detail}"
+
+    return check
+
+
+def judge_sections(sections: list[Section]) -> None:
+    """Every section's per-value statuses and summary, once all sections are built (a shown
+    explanation is checked against another section's cells)."""
+    check = shown_checker(sections)
+    _check_claims_shown(sections)
+    for sec in sections:
+        if sec.scale is None or sec.agg is None:
+            continue
+        sec.statuses = value_statuses(sec.agg, sec.spec, sec.scale, tuple(sec.unavailable), check)
+        entries = sec.spec.paper_values.get("values") or []
+        has = sec.agg["paper_value"].notna()
+        sec.summary = summarise_statuses(sec.statuses, len(entries),
+                                         len(set(sec.agg.loc[has, "paper_entry"])),
+                                         sec.scale == "smoke",
+                                         str(sec.spec.paper_values.get("source", "the paper")))
+
+
+def _check_claims_shown(sections: list[Section]) -> None:
+    """A claim explanation declared shown counts as shown only when the experiment it names
+    has paper-scale results in this report; otherwise it is plausible, and says why."""
+    done = {s.spec.id for s in sections if s.scale == "paper"}
+    for sec in sections:
+        sec.claims = [c if c.explanation_status != SHOWN or c.shown_by in done else
+                      replace(c, explanation_status=PLAUSIBLE,
+                              explanation=f"{c.explanation} [declared shown by {c.shown_by}, "
+                                          "which has no paper-scale results here]")
+                      for c in sec.claims]
+
+

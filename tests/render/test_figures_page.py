@@ -1,0 +1,133 @@
+"""Every committed figure is drawn for the report's page (issue 42): rendered again from
+the committed results, each fits the page's width, keeps every panel at least 300 page
+pixels tall with at most four a row, has a short one-line title (the caveats are its
+caption), one legend that overlaps no panel, and colours each algorithm as every other
+figure does. The committed PNG is the size this code draws.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from dpexp.experiments.catalog import all_specs
+from dpexp.experiments.results import cached_results
+from dpexp.render import style
+from dpexp.render.aggregate import aggregate
+from dpexp.render.figures import PAPER_LABEL, SERIES_GID, build_figure, figure_caption
+from dpexp.render.frame import normalise, render_context
+from dpexp.render.paper_values import attach_paper_values
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = sorted(p for p in (REPO / "figures").glob("*/*.png")
+                   if p.stem == p.parent.name)  # not smoke (-smoke) nor filtered (--tag)
+
+pytestmark = pytest.mark.slow
+
+
+def _figure(exp: str):
+    spec = all_specs()[exp].at_scale("paper")
+    res = cached_results(spec, "paper", REPO / "results", current_only=True)
+    frame = normalise(res.frame)
+    ctx = render_context(spec, frame, "paper")
+    agg = attach_paper_values(aggregate(frame, spec), spec, "paper")
+    fig = build_figure(spec, agg, ctx)
+    fig.canvas.draw()
+    fig.has_paper_values = bool(agg["paper_value"].notna().any())  # for the legend's check
+    return fig, ctx
+
+
+@pytest.fixture(scope="module")
+def figures():
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({"figure.max_open_warning": 0}):  # all of them at once, on purpose
+        out = {p.parent.name: _figure(p.parent.name) for p in COMMITTED}
+    yield out
+    for fig, _ in out.values():
+        plt.close(fig)
+
+
+def _panels(fig):
+    return [ax for ax in fig.axes if ax.axison]
+
+
+def test_every_figure_is_committed():
+    assert len(COMMITTED) >= 25, COMMITTED
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.parent.name)
+def test_figure_fits_the_page(figures, path):
+    fig, ctx = figures[path.parent.name]
+    width, height = fig.canvas.get_width_height()
+    assert width <= style.PAGE_WIDTH_PX  # shown at its own size: one PNG pixel, one page pixel
+    assert Image.open(path).size == (width, height), "committed PNG not re-rendered"
+    panels = _panels(fig)
+    assert panels
+    for ax in panels:
+        assert ax.get_window_extent().height >= style.MIN_PANEL_PX, ax.get_title()
+    rows = defaultdict(int)
+    for ax in panels:
+        rows[round(ax.get_position().y0, 3)] += 1
+    assert max(rows.values()) <= style.MAX_COLUMNS
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.parent.name)
+def test_title_is_short_and_caveats_are_the_caption(figures, path):
+    fig, ctx = figures[path.parent.name]
+    title = fig.get_suptitle()
+    assert "\n" not in title and len(title) <= style.MAX_TITLE_CHARS, title
+    assert "domain" not in title.lower()
+    if ctx.note:  # the caveat is the caption, written into the PNG beside the title
+        assert "domain" in ctx.note.lower()
+    caption = Image.open(path).text.get("Description", "")
+    assert caption == figure_caption(ctx)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.parent.name)
+def test_one_legend_outside_the_panels(figures, path):
+    fig, _ = figures[path.parent.name]
+    renderer = fig.canvas.get_renderer()
+    assert len(fig.legends) <= 1 and not any(ax.get_legend() for ax in fig.axes)
+    labels = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert (PAPER_LABEL in labels) == fig.has_paper_values  # hollow markers, said once
+    for legend in fig.legends:
+        box = legend.get_window_extent(renderer)
+        for ax in _panels(fig):
+            assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_title()
+
+
+def test_one_colour_per_algorithm_across_figures(figures):
+    from matplotlib.colors import to_hex
+
+    seen: dict[str, set[str]] = defaultdict(set)
+    for fig, _ in figures.values():
+        for artist in fig.findobj(lambda a: str(a.get_gid() or "").startswith(SERIES_GID)):
+            colour = artist.get_edgecolor() if hasattr(artist, "get_hatch") else artist.get_color()
+            seen[artist.get_gid()[len(SERIES_GID):]].add(to_hex(colour))
+    assert len(seen) >= 10
+    for tag, colours in seen.items():  # "<algorithm>#<variant>": its shade of one colour
+        key, _, variant = tag.rpartition("#")
+        assert colours == {style.variant_color(key, int(variant))}, tag
+    firsts = {tag.rpartition("#")[0] for tag in seen if tag.endswith("#0")}
+    assert all(style.variant_color(k, 0) == style.style_of(k).color for k in firsts)
+
+
+def test_error_bars_stay_in_the_metric_range():
+    import pandas as pd
+
+    from dpexp.render.figures import _clipped_yerr
+
+    err = _clipped_yerr(pd.Series([0.1, 0.95]), pd.Series([0.3, 0.2]), "staged_error")
+    assert err[0].tolist() == pytest.approx([0.1, 0.2])  # down to 0, not -0.2
+    assert err[1].tolist() == pytest.approx([0.3, 0.05])  # up to 1, not 1.15
+
+
+def test_log_axis_and_grid_shape():
+    assert style.wants_log([4.0, 9337.0]) and not style.wants_log([0.1, 0.9])
+    assert not style.wants_log([0.0, 50.0])
+    assert style.grid_shape(6) == (2, 3) and style.grid_shape(7) == (2, 4)
+    assert style.grid_shape(4) == (1, 4) and style.grid_shape(5) == (2, 3)
