@@ -34,6 +34,8 @@ class NumbersChange:
 
     since: str
     reason: str
+    #: The change in a few words, for the report's headline ("the exact samplers ...").
+    what: str = ""
     unchanged: frozenset[str] = frozenset()
     #: The change reaches non-private algorithms too (their seeds changed).
     every_algorithm: bool = False
@@ -61,12 +63,16 @@ NUMBER_CHANGES: tuple[NumbersChange, ...] = (
         since="2026-11-27T11:30:00+00:00",
         reason=("computed before the exact discrete samplers and record-keyed partitions "
                 "(issue 38); the paper-scale re-run is pending"),
+        what=("this code's exact discrete samplers and record-keyed partitions (issue 38), "
+              "which change every private algorithm's numbers"),
         unchanged=frozenset({"diffprivlib_rf", "dpboost_original"}),
     ),
     NumbersChange(
         since="2026-11-27T13:30:00+00:00",
         reason=("computed before cells were content-addressed: a cell's seeds derived from "
                 "its experiment and label too (issue 39); the paper-scale re-run is pending"),
+        what=("content-addressed cells (issue 39), whose seeds no longer depend on the "
+              "experiment and label that asked, which changes every algorithm's numbers"),
         unchanged=frozenset({"dpboost_original"}),
         every_algorithm=True,
     ),

@@ -43,6 +43,7 @@ from pathlib import Path
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.catalog import all_specs
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
+from dpexp.experiments.stale import NUMBER_CHANGES
 from dpexp.render.html import Block, markdown_of, page
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.provenance import report_environment
@@ -109,10 +110,10 @@ def headline(rows: list[VerdictRow]) -> str:
                      f"{c.get('unexplained', 0)} | {c.get('not_judged', 0)} |")
     stale = sum(r.rows_stale for r in rows)
     if stale:
-        lines += ["", f"**{stale:,} result rows are stale**: computed before this code's exact "
-                  "discrete samplers and record-keyed partitions (issue 38), which change every "
-                  "private algorithm's numbers; each section says how many of its rows, and the "
-                  "paper-scale re-run that replaces them is pending. Verdicts are on these rows."]
+        before = " and before ".join(change.what for change in NUMBER_CHANGES)
+        lines += ["", f"**{stale:,} result rows are stale**: computed before {before}; each "
+                  "section says how many of its rows, and the paper-scale re-run that replaces "
+                  "them is pending. Verdicts are on these rows."]
     fails = sum(r.claims_fail for r in rows)
     lines += ["", f"Claims: {sum(r.claims_pass for r in rows)} pass, {fails} fail "
               f"({sum(r.claims_fail_shown for r in rows)} explained by an experiment, "
