@@ -65,3 +65,22 @@ def check_epsilon(epsilon: float, *, name: str = "epsilon", allow_inf: bool = Fa
     if not (0.0 < value < float("inf")):
         raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
     return value
+
+
+class DpexpWarning(UserWarning):
+    """Something a user should know that does not stop the command (the CLI prints it as one
+    ``warning:`` line)."""
+
+
+class WorkerDiedWarning(DpexpWarning):
+    """A worker process of a run died (killed, out of memory); its cells run again."""
+
+
+class CorruptCellWarning(DpexpWarning):
+    """A cached cell file that is not a finished cell (unreadable, edited after it was
+    written, rows missing): skipped, or moved aside and recomputed by ``dpexp run``."""
+
+
+class RunWaitsWarning(DpexpWarning):
+    """Another run is computing the same experiment in the same results directory: this one
+    waits for it, then computes only what is left."""

@@ -238,3 +238,18 @@ TINY_SPEC = {
 def tiny_spec(spec_id: str, **changes) -> dict:
     """:data:`TINY_SPEC` under the id ``spec_id``, with top-level keys replaced by ``changes``."""
     return {"id": spec_id, **TINY_SPEC, **changes}
+
+
+def rewrite_cached_cell(path: Path, change) -> dict:
+    """Apply ``change(payload)`` to a cached cell file and write it back with a matching
+    checksum: a cell as an older dpexp (or another code path) would have written it, not a
+    corrupt one (tests/faults edits cells without the checksum)."""
+    import json
+
+    from dpexp.experiments.cache import payload_checksum
+
+    payload = json.loads(path.read_text())
+    change(payload)
+    payload["checksum"] = payload_checksum(payload)
+    path.write_text(json.dumps(payload))
+    return payload

@@ -3,9 +3,13 @@ the parsing of list-valued options. No command lives here."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import signal
 import sys
+import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -15,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from dpexp.errors import DpexpError
+from dpexp.errors import DpexpError, DpexpWarning
 from dpexp.paths import default_figures_dir, default_results_dir
 
 DEFAULT_EXPERIMENT = "quickstart"
@@ -38,21 +42,63 @@ def guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except DpexpError as exc:
-            print_error(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            again = "the same command without --force" if kwargs.get("force") else "the same command"
-            err.print(f"interrupted: every finished cell is cached; run {again} to resume.")
-            raise typer.Exit(INTERRUPTED) from None
+        with warnings.catch_warnings(), _terminate_as_interrupt():
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            try:
+                return fn(*args, **kwargs)
+            except DpexpError as exc:
+                print_error(str(exc))
+                raise typer.Exit(exc.exit_code) from None
+            except KeyboardInterrupt as exc:
+                again = "the same command without --force" if kwargs.get("force") else "the same command"
+                how = "terminated" if isinstance(exc, Terminated) else "interrupted"
+                err.print(f"{how}: every finished cell is cached; run {again} to resume.")
+                raise typer.Exit(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
 
 
 #: Exit status after Ctrl-C (128 + SIGINT), as a shell reports a process it interrupted.
 INTERRUPTED = 130
+#: Exit status after SIGTERM (128 + 15).
+TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so a terminated run stops the same way: its
+    workers stopped, its finished cells kept, one line saying how to resume."""
+
+
+def _raise_terminated(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """Handle SIGTERM like Ctrl-C while a command runs (main thread only: signal handlers
+    cannot be set elsewhere, e.g. under a test runner's thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _one_line_warnings(default: Callable) -> Callable:
+    """dpexp's own warnings (:class:`~dpexp.errors.DpexpWarning`: a corrupt cached cell, a
+    worker that died, a run waiting for another) as one ``warning:`` line; other warnings
+    as Python shows them."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DpexpWarning):
+            err.print(f"warning: {message}", highlight=False, markup=False)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    return show
 
 
 def _flags_without_type(cmd) -> None:

@@ -76,11 +76,13 @@ def run(
     require_optional: Annotated[bool, typer.Option("--require-optional", help="Fail instead of skipping an algorithm whose optional package is missing.")] = False,
     skip_unavailable: Annotated[bool, typer.Option("--skip-unavailable", help="Leave out, with a note, datasets this machine cannot get (no network or mirror serving them, user-supplied files not supplied) instead of failing; a corrupted download still fails.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (a bar on a terminal, else a line every 30 s).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Run a grid of more than 100,000 cells (refused without it).")] = False,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments import runner as _runner
     from dpexp.experiments.catalog import resolve
+    from dpexp.experiments.cells import check_grid_size
     from dpexp.experiments.environment import check_writable
     from dpexp.experiments.spec import select
 
@@ -90,7 +92,8 @@ def run(
     rdir, fdir = dirs(results_dir, figures_dir)
     full = resolve(experiment)
     spec = select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
-                          parse_epsilons(epsilons))
+                  parse_epsilons(epsilons))
+    check_grid_size(spec, yes)
     # Outputs must be writable before hours of computing, not after.
     check_writable(rdir, "results directory")
     if not no_render:
@@ -155,6 +158,7 @@ def plan(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers the run will use.")] = 1,
     calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Time small fits per group without measured timings.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Plan a grid of more than 100,000 cells (refused without it).")] = False,
     results_dir: ResultsDir = None,
 ):
     """Cells in the grid, done and to compute, what the done ones took, and an estimate of
@@ -171,6 +175,7 @@ def plan(
     the experiments that have one of them.
     """
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.cells import check_grid_size
     from dpexp.experiments.plan import make_plans
 
     if all_ == (experiment is not None):
@@ -178,6 +183,8 @@ def plan(
     rdir, _ = dirs(results_dir, None)
     algos, eps = parse_list(algorithms, "--algorithms"), parse_epsilons(epsilons)
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
+    for spec in selected:
+        check_grid_size(spec, yes)
     plans = make_plans(selected, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate)
     if as_json:
         typer.echo(json.dumps(_plan_json(plans, skipped) if all_ else plans[0].to_dict(), indent=2))

@@ -18,13 +18,16 @@ every finished cell and recomputes only the missing ones.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dpexp.errors import CorruptCellWarning
 from dpexp.experiments.cells import Cell
 
 
@@ -70,15 +73,8 @@ def adopt_shared(results_dir: Path, cell: Cell, source: Path, not_before: dateti
     (so the same numbers): its rows under this cell's experiment, scale and label. False,
     and nothing written, when ``source`` is not that cell, was computed before
     ``not_before``, or lacks a metric ``cell`` asks (a spec asking more is computed anew)."""
-    try:
-        data = json.loads(source.read_text())
-    except (OSError, json.JSONDecodeError):
-        return False
-    if not isinstance(data, dict) or data.get("key") != cell.key or not data.get("rows"):
-        return False
-    if not_before is not None and computed_before(data, not_before):
-        return False
-    if cell.algorithm and not set(cell.metrics) <= {r.get("metric") for r in data["rows"]}:
+    data, _ = load_cell_file(source, cell)
+    if data is None or (not_before is not None and computed_before(data, not_before)):
         return False
     view = {"experiment": cell.experiment, "scale": cell.scale, "label": cell.label}
     ledger_file = source.parent / "ledgers" / source.name
@@ -118,40 +114,110 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _canonical(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def payload_checksum(payload: dict[str, Any]) -> str:
+    """sha256 of the payload's canonical JSON without its ``checksum`` (as read back: the
+    JSON of what is written, so writing and reading agree to the bit)."""
+    body = json.loads(_canonical({k: v for k, v in payload.items() if k != "checksum"}))
+    return hashlib.sha256(_canonical(body).encode()).hexdigest()
+
+
 def write_cell(results_dir: Path, cell: Cell, payload: dict[str, Any]) -> Path:
-    """Write the ledger (if any), then the cell file: a cell on disk has its ledger."""
+    """Write the ledger (if any), then the cell file with its checksum: a cell on disk has
+    its ledger, and a cell file edited afterwards is never served (:func:`cell_problem`)."""
     payload = dict(payload)
     ledger = payload.pop("ledger", None)
     if ledger is not None:
         atomic_write_text(ledger_path(results_dir, cell),
                           json.dumps({"key": cell.key, "ledger": ledger}, default=str))
+    body = {"key": cell.key, **payload}
+    body["checksum"] = payload_checksum(body)
     path = cell_path(results_dir, cell)
-    atomic_write_text(path, json.dumps({"key": cell.key, **payload}, default=str))
+    atomic_write_text(path, _canonical(body))
     return path
 
 
 def read_ledger(results_dir: Path, cell: Cell) -> list[dict] | None:
     try:
         data = json.loads(ledger_path(results_dir, cell).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return data.get("ledger") if data.get("key") == cell.key else None
+    return data.get("ledger") if isinstance(data, dict) and data.get("key") == cell.key else None
 
 
-def read_cell(results_dir: Path, cell: Cell) -> dict[str, Any] | None:
-    """The cached payload of ``cell``, or None if missing (or unreadable: then recomputed)."""
-    path = cell_path(results_dir, cell)
+def cell_problem(data: Any, cell: Cell | None = None) -> str:
+    """Why ``data`` (a cell file's JSON) is not a finished cell to serve; "" when it is.
+
+    A cell is served only whole and as written: its checksum matches its content, it has
+    result rows, and (given ``cell``) it is that cell with every metric it asks."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if "checksum" not in data:
+        return "no checksum (not written by dpexp's cache)"
+    if data["checksum"] != payload_checksum(data):
+        return "checksum mismatch (changed after it was written)"
+    rows = data.get("rows")
+    if not isinstance(rows, list) or not rows or not all(
+            isinstance(r, dict) and "metric" in r and "value" in r for r in rows):
+        return "no result rows"
+    if not isinstance(data.get("cell"), dict) or not isinstance(data.get("key"), str):
+        return "no cell record"
+    if cell is not None:
+        if data["key"] != cell.key:
+            return "another cell's key"
+        missing = sorted(set(cell.metrics) - {r["metric"] for r in rows}) if cell.algorithm else []
+        if missing:
+            return f"lacks metric(s) {', '.join(missing)}"
+    return ""
+
+
+def load_cell_file(path: Path, cell: Cell | None = None) -> tuple[dict[str, Any] | None, str]:
+    """``(payload, "")`` for a finished cell, ``(None, why)`` otherwise (missing: why "")."""
     try:
         data = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    if data.get("key") != cell.key:  # hash collision or a different cell: recompute
-        return None
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    why = cell_problem(data, cell)
+    return (None, why) if why else (data, "")
+
+
+def quarantine(results_dir: Path, path: Path) -> Path:
+    """Move a corrupt cell file (and its ledger) under ``RESULTS/cache/quarantine/``, where
+    it is kept for inspection and never read again; returns its new path."""
+    root = Path(results_dir) / "cache"
+    target = root / "quarantine" / path.relative_to(root)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
+    ledger = path.parent / "ledgers" / path.name
+    if ledger.exists():
+        os.replace(ledger, target.parent / f"{path.stem}.ledger.json")
+    return target
+
+
+def read_cell(results_dir: Path, cell: Cell, *, move_aside: bool = False) -> dict[str, Any] | None:
+    """The cached payload of ``cell``, or None when it is missing or not a finished cell
+    (then recomputed). With ``move_aside`` (a run), a corrupt file is quarantined with a
+    :class:`~dpexp.errors.CorruptCellWarning` naming it."""
+    path = cell_path(results_dir, cell)
+    data, why = load_cell_file(path, cell)
+    if why and why != "another cell's key":  # a digest collision is not corruption
+        where = path
+        if move_aside:
+            where = quarantine(results_dir, path)
+        warnings.warn(CorruptCellWarning(
+            f"cached cell {path}: {why}; "
+            + (f"moved to {where} and recomputed" if move_aside else "skipped")), stacklevel=2)
     return data
 
 
 def has_cell(results_dir: Path, cell: Cell) -> bool:
-    return read_cell(results_dir, cell) is not None
+    """Whether ``cell`` is cached as a finished cell (quietly: the run reports the others)."""
+    return load_cell_file(cell_path(results_dir, cell), cell)[0] is not None
 
 
 def computed_before(payload: dict[str, Any], when: datetime) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpexp.datasets.registry import get_dataset_info, load_registry
+from dpexp.errors import DpexpError
 from dpexp.experiments.procedures import get_procedure, procedure_flags
 from dpexp.experiments.spec import AlgorithmRef, CVScheme, DatasetRef, ExperimentSpec
 from dpexp.registry import get_algorithm
@@ -205,6 +206,33 @@ def dataset_version(name: str) -> str:
 
     info = load_registry().get(name)
     return info.data_version if info is not None else ""
+
+
+#: A grid larger than this asks for ``--yes`` before anything is expanded or run.
+LARGE_GRID = 100_000
+
+
+def count_cells(spec: ExperimentSpec) -> int:
+    """The number of cells :func:`expand` gives for ``spec`` (at its scale), counted from
+    the spec without making them (a 10^7-cell grid is refused before it fills memory)."""
+    n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
+    per_dataset = 0
+    for algo in spec.algorithms:
+        points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
+        per_dataset += points * (len(spec.epsilons) if uses_epsilon(algo) else 1)
+    return len(spec.datasets) * per_dataset * spec.cv.repeats * n_folds
+
+
+def check_grid_size(spec: ExperimentSpec, yes: bool) -> int:
+    """The grid's cell count; a grid above :data:`LARGE_GRID` is an error unless ``yes``."""
+    n = count_cells(spec)
+    if n > LARGE_GRID and not yes:
+        raise DpexpError(
+            f"{spec.id} has {n:,} cells at this scale ({len(spec.datasets)} dataset(s) x "
+            f"{len(spec.algorithms)} series x their parameter grids and epsilons x "
+            f"{spec.cv.repeats} repeat(s) x folds), more than {LARGE_GRID:,}: check the spec "
+            "(`dpexp plan` says how long it takes) and pass --yes to go ahead.")
+    return n
 
 
 def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:

@@ -156,14 +156,8 @@ def cached_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[s
     """Row-key digests (:attr:`Cell.view_digest`) of the cache's cells of ``spec`` (every
     seed; a ``cells_from`` spec: those of its grid), as
     ``dpexp.experiments.results._own_cells`` reads them."""
-    payloads = []
-    for path in cache.cell_files(results_dir, spec.cells_id, scale):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(data, dict) and "cell" in data and "rows" in data and "key" in data:
-            payloads.append(data)
+    payloads = [data for path in cache.cell_files(results_dir, spec.cells_id, scale)
+                if (data := cache.load_cell_file(path)[0]) is not None]
     if spec.cells_from:
         seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
         grid = {c.key for seed in seeds for c in expand(spec, scale, seed)}
@@ -302,7 +296,8 @@ def committed_payloads(
 def adopt_committed(spec: ExperimentSpec, scale: str, results_dir: Path,
                     cells: list[Cell]) -> int:
     """Write the committed rows of ``cells`` not cached yet into the cache; how many."""
-    wanted = {c.key: c for c in cells if not cache.has_cell(results_dir, c)}
+    # a corrupt cell file is moved aside (named in a warning) and its committed rows taken
+    wanted = {c.key: c for c in cells if cache.read_cell(results_dir, c, move_aside=True) is None}
     if not wanted:
         return 0
     seeds = sorted({c.seed for c in wanted.values()})

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from dpexp.errors import CorruptCellWarning
 from dpexp.experiments import cache
 from dpexp.experiments.cells import (
     TASKS,
@@ -113,18 +115,21 @@ class CachedResults:
 
 
 def read_cells(results_dir: Path, experiment: str, scale: str) -> list[dict[str, Any]]:
-    """Every readable cached payload (``key``, ``cell``, ``rows``) of an experiment and scale.
+    """Every finished cached payload (``key``, ``cell``, ``rows``) of an experiment and scale.
 
-    A file that does not parse (e.g. written by hand) is skipped; the runner recomputes it.
+    A file that is not a finished cell (unreadable, edited, rows missing:
+    :func:`dpexp.experiments.cache.cell_problem`) is skipped with a
+    :class:`~dpexp.errors.CorruptCellWarning` naming it; ``dpexp run`` moves it aside and
+    recomputes it.
     """
     out = []
     for path in cache.cell_files(results_dir, experiment, scale):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(data, dict) and "cell" in data and "rows" in data:
+        data, why = cache.load_cell_file(path)
+        if data is not None:
             out.append(data)
+        elif why:
+            warnings.warn(CorruptCellWarning(f"cached cell {path}: {why}; skipped "
+                                             "(`dpexp run` recomputes it)"), stacklevel=2)
     return out
 
 

@@ -7,18 +7,23 @@ union results table.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import sys
 import time
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import joblib
 import pandas as pd
+from joblib.externals.loky.process_executor import TerminatedWorkerError
 
 import dpexp
 from dpexp.datasets import download
 from dpexp.datasets.registry import get_dataset_info
-from dpexp.errors import DatasetUnavailableError, DpexpError
+from dpexp.errors import DatasetUnavailableError, DpexpError, RunWaitsWarning, WorkerDiedWarning
 from dpexp.experiments import cache
 from dpexp.experiments.backends import backend, progress_bar
 from dpexp.experiments.catalog import cells_source
@@ -137,6 +142,33 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     computing = cells_source(spec).at_scale(cfg.scale) if spec.cells_from else spec
     # Rows of the committed results table are finished cells (a campaign resumed on a
     # fresh clone recomputes nothing it already has); --force recomputes them.
+    with _experiment_lock(cfg.results_dir, spec.cells_id, cfg.scale):
+        return _run_locked(spec, cfg, cells, computing, skipped, t0)
+
+
+@contextlib.contextmanager
+def _experiment_lock(results_dir: Path, experiment: str, scale: str) -> Iterator[None]:
+    """One run at a time computes an experiment at a scale in a results directory: a second
+    waits (saying so), then finds the first one's cells cached and computes only the rest,
+    and rebuilds the union table from every cell after it."""
+    path = cache.cache_dir(results_dir, experiment, scale) / ".run.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            warnings.warn(RunWaitsWarning(
+                f"another run is computing {experiment} ({scale}) in {results_dir}; waiting "
+                "for it, then this one computes only the cells it left"), stacklevel=3)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_locked(spec: ExperimentSpec, cfg: RunConfig, cells: list[Cell],
+                computing: ExperimentSpec, skipped: list[str], t0: float) -> RunReport:
     adopted = 0 if cfg.force else adopt_committed(spec, cfg.scale, cfg.results_dir, cells)
     todo = [c for c in cells if _needs_run(c, cfg)]
     shared = 0 if cfg.force or not todo else _adopt_shared(todo, cfg)
@@ -161,11 +193,7 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
             completed=len(cells) - len(todo) - len(twins),
         )
         if todo:
-            results = joblib.Parallel(return_as="generator_unordered")(
-                joblib.delayed(run_cell)(c, computing, cfg, provenance) for c in todo
-            )
-            for _ in results:
-                progress.advance(task)
+            _compute(todo, computing, cfg, provenance, lambda: progress.advance(task))
         for twin, source in twins:
             cache.adopt_shared(cfg.results_dir, twin, cache.cell_path(cfg.results_dir, source))
             progress.advance(task)
@@ -180,13 +208,41 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
                      stale=stale_summary(frame))
 
 
+#: How many times a run starts again the cells of a worker process that died (killed, out
+#: of memory) before it stops with the resume command.
+WORKER_RETRIES = 2
+
+
+def _compute(todo: list[Cell], spec: ExperimentSpec, cfg: RunConfig, provenance: dict[str, str],
+              advance: Callable[[], None]) -> None:
+    """Run ``todo`` on the configured backend; a cell whose worker died runs again on a
+    new worker (at most :data:`WORKER_RETRIES` times), then the run stops with one line."""
+    for attempt in range(WORKER_RETRIES + 1):
+        try:
+            results = joblib.Parallel(return_as="generator_unordered")(
+                joblib.delayed(run_cell)(c, spec, cfg, provenance) for c in todo)
+            for _ in results:
+                advance()
+            return
+        except TerminatedWorkerError as exc:
+            todo = [c for c in todo if not cache.has_cell(cfg.results_dir, c)]
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if attempt == WORKER_RETRIES:
+                raise DpexpError(
+                    f"a worker process died {attempt + 1} times ({why}); every finished cell "
+                    f"is cached ({len(todo)} left): run the same command to resume.") from None
+            warnings.warn(WorkerDiedWarning(
+                f"a worker process died ({why}); starting its {len(todo)} unfinished cells "
+                "again on new workers"), stacklevel=2)
+
+
 def _needs_run(cell: Cell, cfg: RunConfig) -> bool:
     """Whether a run computes ``cell``: not cached, ``--force``, or cached from before
     ``cfg.recompute_before`` (a cell computed at or after that time is kept, so a stopped
     re-run resumes where it was)."""
     if cfg.force:
         return True
-    data = cache.read_cell(cfg.results_dir, cell)
+    data = cache.read_cell(cfg.results_dir, cell, move_aside=True)
     if data is None:
         return True
     return cfg.recompute_before is not None and cache.computed_before(data, cfg.recompute_before)

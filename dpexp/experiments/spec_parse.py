@@ -28,9 +28,27 @@ from dpexp.experiments.spec_checks import (
     epsilon_list,
     spec_error,
 )
+from dpexp.registry import all_algorithms
 
-#: libyaml's safe loader where PyYAML was built with it (several times faster), else PyYAML's.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader where PyYAML was built with it (several times faster), else
+    PyYAML's; a key given twice in one mapping is an error (YAML would keep the last)."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+            continue  # a merge (<<: *anchor) may be overridden by the mapping's own keys
+        if key_node.value in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key_node.value!r} is given twice", key_node.start_mark)
+        seen.add(key_node.value)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 _TOP_KEYS = {
     "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
@@ -48,7 +66,7 @@ _TASKS = ("classification", "regression")
 
 def load_spec_file(path: Path) -> ExperimentSpec:
     try:
-        raw = yaml.load(path.read_text(), Loader=_LOADER)
+        raw = yaml.load(path.read_text(), Loader=_Loader)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path.name}: not valid YAML: {exc}") from None
     return parse_spec(raw, path)
@@ -124,9 +142,33 @@ def _algorithm(path: Path, where: str, a: Any) -> AlgorithmRef:
                              f"'classification' and 'regression', got {sorted(value)}.")
     if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
         raise spec_error(path, f"{where}.grid must map parameter names to non-empty lists.")
+    _check_counts(path, where, a.get("name"), params, grid)
     label = a.get("label") or a.get("name") or a.get("procedure")
     return AlgorithmRef(label=str(label), name=a.get("name"), procedure=a.get("procedure"),
                         params=dict(params), grid=dict(grid))
+
+
+def _check_counts(path: Path, where: str, name: str | None, params: dict, grid: dict) -> None:
+    """The tree counts and depth an algorithm's manifest declares (:class:`TreeParams`) are
+    positive integers, in its params and in every grid value ("ten" or -5 fails here, not
+    at the first fit)."""
+    info = all_algorithms().get(name) if name else None
+    if info is None:
+        return
+    tp = info.tree_params
+    for key in (k for k in (tp.trees, tp.per_ensemble, tp.depth) if k):
+        # a depth may also be named by a formula of the paper (Fletcher's "half_m")
+        ok = (lambda v: _positive_int(v) or isinstance(v, str)) if key == tp.depth else _positive_int
+        values = ([params[key]] if key in params else []) + list(grid.get(key, []))
+        for v in values:
+            per_task = isinstance(v, dict) and set(v) == set(_TASKS)
+            bad = [x for x in (v.values() if per_task else [v]) if not ok(x)]
+            if bad:
+                raise spec_error(path, f"{where}: {key} must be a positive integer, got {bad[0]!r}.")
+
+
+def _positive_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
 def _cv(path: Path, where: str, raw: Any, base: CVScheme) -> CVScheme:

@@ -21,6 +21,7 @@ the x axis shows whatever epsilons are cached. Series whose release is not DP ar
 from __future__ import annotations
 
 import fnmatch
+import io
 import math
 import textwrap
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from dpexp.experiments.cache import atomic_write_bytes
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render import style
 from dpexp.render.frame import RenderContext, param_values
@@ -114,7 +116,9 @@ def _save(fig, out_base: Path, caption: str) -> list[Path]:
             "pdf": {"Title": fig.get_suptitle(), "Subject": caption}}
     for ext in ("pdf", "png"):
         p = out_base.parent / f"{out_base.name}.{ext}"  # the name may contain dots
-        fig.savefig(p, dpi=style.DPI, metadata=meta[ext])
+        buffer = io.BytesIO()  # written whole and renamed: a killed render leaves the old file
+        fig.savefig(buffer, format=ext, dpi=style.DPI, metadata=meta[ext])
+        atomic_write_bytes(p, buffer.getvalue())
         paths.append(p)
     plt.close(fig)
     return paths

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import rewrite_cached_cell
 from typer.testing import CliRunner
 
 from dpexp.cli import app
@@ -105,10 +106,11 @@ def test_cells_cached_before_the_column_get_it_from_their_payload(results):
 
     expected = {}
     for path in (results / "cache" / "planA").rglob("seed-*/*.json"):
-        p = json.loads(path.read_text())
-        for row in p["rows"]:
-            del row["wall_seconds"]  # as the runner wrote them before
-        path.write_text(json.dumps(p))
+        def without_column(p):
+            for row in p["rows"]:
+                del row["wall_seconds"]  # as the runner wrote them before
+
+        p = rewrite_cached_cell(path, without_column)
         expected[(p["cell"]["label"], p["cell"]["fold"])] = p["wall_seconds"]
     frame = cached_results(resolve("planA"), "smoke", results).frame
     got = {(r.label, r.fold): r.wall_seconds for r in frame.itertuples()}
@@ -337,11 +339,12 @@ def test_typical_time_counts_a_suspended_cell_at_its_groups_median(results, tmp_
     paths = sorted((results / "cache" / "planD").rglob("seed-*/*.json"))
     walls = [1.0, 2.0, 5000.0]  # the last one sat suspended for over an hour
     for path, wall in zip(paths, walls, strict=True):
-        payload = json.loads(path.read_text())
-        payload["wall_seconds"] = wall
-        for row in payload["rows"]:
-            row["wall_seconds"] = wall
-        path.write_text(json.dumps(payload))
+        def timed(payload, wall=wall):
+            payload["wall_seconds"] = wall
+            for row in payload["rows"]:
+                row["wall_seconds"] = wall
+
+        rewrite_cached_cell(path, timed)
     d = plan_json(results, "planD", "--jobs", "1")
     assert d["done_cell_seconds"] == pytest.approx(sum(walls))
     assert d["done_typical_seconds"] == pytest.approx(3 * statistics.median(walls))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from conftest import tiny_spec
+from conftest import rewrite_cached_cell, tiny_spec
 from typer.testing import CliRunner
 
 from dpexp.cli import app
@@ -42,10 +42,11 @@ def _cells(results):
 
 
 def _age(path, stamp=OLD):
-    data = json.loads(path.read_text())
-    for row in data["rows"]:
-        row["timestamp"] = stamp
-    path.write_text(json.dumps(data))
+    def aged(data):
+        for row in data["rows"]:
+            row["timestamp"] = stamp
+
+    rewrite_cached_cell(path, aged)
 
 
 def test_recomputes_older_cells_only_and_resumes(results):
