@@ -122,14 +122,18 @@ def read_cells(results_dir: Path, experiment: str, scale: str) -> list[dict[str,
     :class:`~dpexp.errors.CorruptCellWarning` naming it; ``dpexp run`` moves it aside and
     recomputes it.
     """
-    out = []
+    out, bad = [], []
     for path in cache.cell_files(results_dir, experiment, scale):
         data, why = cache.load_cell_file(path)
         if data is not None:
             out.append(data)
         elif why:
-            warnings.warn(CorruptCellWarning(f"cached cell {path}: {why}; skipped "
-                                             "(`dpexp run` recomputes it)"), stacklevel=2)
+            bad.append((path, why))
+    if bad:  # one line, however many (a cache written by an older dpexp has no checksums)
+        path, why = bad[0]
+        more = f" (and {len(bad) - 1} more of {experiment}, {scale})" if len(bad) > 1 else ""
+        warnings.warn(CorruptCellWarning(f"cached cell {path}: {why}{more}; skipped "
+                                         "(`dpexp run` recomputes it)"), stacklevel=2)
     return out
 
 

@@ -262,3 +262,13 @@ def test_a_render_killed_while_writing_leaves_the_old_figure_whole(reference, tm
     assert res.exit_code == 130
     assert png.read_bytes() == before and len(before) > 5_000
     assert not [p for p in figures.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_many_bad_cell_files_are_one_line_not_one_each(reference):
+    """A cache written by an older dpexp (no checksums) must not flood `render`/`results`."""
+    results, _, files = reference
+    for f in files:
+        f.write_text(json.dumps({"rows": []}))
+    res = _invoke("results", "faulty", "--results-dir", results)
+    assert res.exit_code == 0, res.output
+    assert res.output.count("warning: cached cell") == 1 and f"and {len(files) - 1} more" in res.output
