@@ -81,6 +81,11 @@ class CorruptCellWarning(DpexpWarning):
     written, rows missing): skipped, or moved aside and recomputed by ``dpexp run``."""
 
 
+class CellConflictWarning(DpexpWarning):
+    """A cached cell whose numbers differ from the committed table's and that this code did
+    not compute: the committed values stand (:mod:`dpexp.experiments.reconcile`)."""
+
+
 class RunWaitsWarning(DpexpWarning):
     """Another run is computing the same experiment in the same results directory: this one
     waits for it, then computes only what is left."""

@@ -129,8 +129,10 @@ def run(
         from dpexp.render.render import render_experiment
 
         # render every cached cell of the experiment (not only this run's), so a run with
-        # overrides adds to the figures and tables instead of replacing them
-        r = render_experiment(full.at_scale(scale), scale, rdir, fdir)
+        # overrides adds to the figures and tables instead of replacing them; under the
+        # run lock, so the figure written last is drawn from every finished run's cells
+        with _runner.experiment_lock(rdir, spec.cells_id, scale, then="renders every cell"):
+            r = render_experiment(full.at_scale(scale), scale, rdir, fdir)
         for f in r.files:
             out.print(f"  wrote {f}", highlight=False)
 
@@ -245,12 +247,16 @@ def _plan_json(plans, skipped: list[str]) -> dict:
 
 def _print_plan(p) -> None:
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.completion import COMPLETION_HEADER
     from dpexp.experiments.plan import format_seconds
 
     unknown = f" (+ {p.unestimated_cells} cells not estimated)" if p.unestimated_cells else ""
     out.print(f"{p.experiment} ({p.scale}, seed {p.seed}): {p.cells} cells, {p.cached} cached, "
               f"{p.todo} to compute; estimate {format_seconds(p.estimated_seconds)} "
               f"with {p.jobs} job(s){unknown}; {p.basis()}", highlight=False)
+    c = p.completion
+    why = f"; {c.why_not_here()}" if c.why_not_here() else ""
+    out.print(f"  cells ({COMPLETION_HEADER}): {c.text()}{escape(why)}", highlight=False)
     if p.cached:
         out.print(f"  done: {p.cached} cells took {format_seconds(p.done_seconds)} with {p.jobs} "
                   f"job(s) ({_timing_basis(p.done_timed, p.done_fit_only, p.cached)}); typical "

@@ -38,7 +38,9 @@ from dpexp.experiments.cells import (
     is_per_task,
 )
 from dpexp.experiments.committed import committed_payloads
+from dpexp.experiments.environment import git_revision
 from dpexp.experiments.noise import with_noise
+from dpexp.experiments.reconcile import reconcile, warn_conflicts
 from dpexp.experiments.schema import (
     CELL_COLUMNS,
     METRIC,
@@ -263,13 +265,14 @@ def cached_results(
     """
     spec = spec.at_scale(scale)
     filters = filters or ResultFilter()
-    payloads = _own_cells(spec, scale, results_dir)
-    have = {p["key"] for p in payloads if "key" in p}
     # The committed table's cells count as cached (a fresh clone renders and reports from
-    # it alone); a cell file in the cache wins over the table.
-    extra = [p for p in committed_payloads(spec, scale, results_dir) if p["key"] not in have]
-    payloads += extra
-    have |= {p["key"] for p in extra}
+    # it alone); a cached cell replaces a committed one only when this code computed it.
+    own = _own_cells(spec, scale, results_dir)
+    merged = reconcile([p for p in own if "key" in p],
+                       committed_payloads(spec, scale, results_dir), git_revision)
+    warn_conflicts(merged.conflicts, spec.id, scale)
+    payloads = merged.payloads + [p for p in own if "key" not in p]
+    have = {p["key"] for p in payloads if "key" in p}
     if current_only:
         current = current_params(spec)
         payloads = [p for p in payloads if not is_stale(

@@ -46,7 +46,8 @@ from dpexp.experiments.spec import ExperimentSpec
 from dpexp.experiments.stale import stale_summary
 from dpexp.registry import get_algorithm
 
-__all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "run_experiment", "run_cell"]
+__all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "experiment_lock", "run_cell",
+           "run_experiment"]
 
 
 @dataclass
@@ -142,15 +143,18 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     computing = cells_source(spec).at_scale(cfg.scale) if spec.cells_from else spec
     # Rows of the committed results table are finished cells (a campaign resumed on a
     # fresh clone recomputes nothing it already has); --force recomputes them.
-    with _experiment_lock(cfg.results_dir, spec.cells_id, cfg.scale):
+    with experiment_lock(cfg.results_dir, spec.cells_id, cfg.scale):
         return _run_locked(spec, cfg, cells, computing, skipped, t0)
 
 
 @contextlib.contextmanager
-def _experiment_lock(results_dir: Path, experiment: str, scale: str) -> Iterator[None]:
+def experiment_lock(results_dir: Path, experiment: str, scale: str,
+                    then: str = "computes only the cells it left") -> Iterator[None]:
     """One run at a time computes an experiment at a scale in a results directory: a second
     waits (saying so), then finds the first one's cells cached and computes only the rest,
-    and rebuilds the union table from every cell after it."""
+    and rebuilds the union table from every cell after it. ``dpexp run`` renders under the
+    same lock, so a figure is never drawn from the cells of a run still computing and
+    written after the figure of the run that finished last."""
     path = cache.cache_dir(results_dir, experiment, scale) / ".run.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
@@ -159,7 +163,7 @@ def _experiment_lock(results_dir: Path, experiment: str, scale: str) -> Iterator
         except BlockingIOError:
             warnings.warn(RunWaitsWarning(
                 f"another run is computing {experiment} ({scale}) in {results_dir}; waiting "
-                "for it, then this one computes only the cells it left"), stacklevel=3)
+                f"for it, then this one {then}"), stacklevel=3)
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -42,12 +42,13 @@ from pathlib import Path
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.catalog import all_specs
+from dpexp.experiments.completion import Availability
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
 from dpexp.experiments.stale import NUMBER_CHANGES
 from dpexp.render.html import Block, markdown_of, page
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.provenance import report_environment
-from dpexp.render.section import Availability, Section, build_section, judge_sections
+from dpexp.render.section import Section, build_section, judge_sections
 from dpexp.render.section_markdown import section_blocks
 from dpexp.render.verdict_rows import (
     KINDS,
