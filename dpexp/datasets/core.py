@@ -10,7 +10,8 @@ import scipy.sparse as sp
 
 from dpexp.datasets import download
 from dpexp.datasets.generated import load_or_draw
-from dpexp.datasets.parsers import PARSERS, Parsed, generate_synthetic
+from dpexp.datasets.parsed import Parsed, check_shape
+from dpexp.datasets.parsers import PARSERS, generate_synthetic
 from dpexp.datasets.registry import DatasetInfo, get_dataset_info
 from dpexp.errors import DatasetError
 
@@ -276,23 +277,6 @@ def _parse(info: DatasetInfo, params: dict, max_rows: int | None, mirror: str | 
     return PARSERS[info.parser](paths, info.options), info.rows
 
 
-def _check_shape(info: DatasetInfo, parsed: Parsed, expected_rows: int | None) -> None:
-    name, X = info.name, parsed.X
-    if expected_rows is not None and X.shape[0] != expected_rows:
-        raise DatasetError(
-            f"Dataset {name!r}: loaded {X.shape[0]} rows but the registry expects "
-            f"{expected_rows}; the file may be a different version. Delete it from the data "
-            f"directory and download again."
-        )
-    if info.features is not None and X.shape[1] != info.features:
-        raise DatasetError(
-            f"Dataset {name!r}: loaded {X.shape[1]} features but the registry expects {info.features}."
-        )
-    if info.test_rows is not None and (parsed.X_test is None or parsed.X_test.shape[0] != info.test_rows):
-        got = None if parsed.X_test is None else parsed.X_test.shape[0]
-        raise DatasetError(f"Dataset {name!r}: test part has {got} rows, expected {info.test_rows}.")
-
-
 def load_dataset(
     name: str,
     params: dict | None = None,
@@ -315,7 +299,7 @@ def load_dataset(
     info = get_dataset_info(name)
     params = dict(params or {})
     parsed, expected_rows = _parse(info, params, max_rows, mirror, progress)
-    _check_shape(info, parsed, expected_rows)
+    check_shape(info, parsed, expected_rows)
     X, y, y_test = parsed.X, np.asarray(parsed.y), parsed.y_test
     parts = [X] if parsed.X_test is None else [X, parsed.X_test]
     categorical, n_cat, cat_declared = _categories(info, parsed, parts)
