@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -185,8 +187,9 @@ def _label_domain(info: DatasetInfo, y, y_test) -> tuple[tuple[float, float] | N
     return (float(np.min(ys)), float(np.max(ys))), OBSERVED
 
 
-def _label_codes(info: DatasetInfo, y: np.ndarray) -> np.ndarray:
-    """Codes 0..k-1 of ``y`` in the declared class list; a label outside it is an error."""
+def _label_codes(info: DatasetInfo, y: np.ndarray, origin: Callable[[int], tuple[Path, int]] | None = None) -> np.ndarray:
+    """Codes 0..k-1 of ``y`` in the declared class list; a label outside it is an error
+    (naming the file and line of its first row where the parser says where rows came from)."""
     declared = list(info.classes or ())
     numeric = np.issubdtype(np.asarray(y).dtype, np.number)
     keys = [float(c) for c in declared] if numeric else [str(c) for c in declared]
@@ -196,17 +199,23 @@ def _label_codes(info: DatasetInfo, y: np.ndarray) -> np.ndarray:
     unknown = [u for u in uniq if (float(u) if numeric else u) not in lookup]
     if unknown:
         shown = [format(u, "g") if numeric else u for u in unknown[:5]]
+        where = ""
+        if origin is not None:
+            path, line = origin(int(np.flatnonzero(np.isin(values, unknown))[0]))
+            where = f" (first at {path}, line {line})"
         raise DatasetError(
             f"Dataset {info.name!r}: label(s) {shown} are not in the "
-            f"declared classes {declared} of datasets.yaml; the file or the declaration is wrong."
+            f"declared classes {declared} of datasets.yaml{where}; the file or the declaration is wrong."
         )
     table = {u: lookup[float(u) if numeric else u] for u in uniq}
     return np.fromiter((table[v] for v in values), dtype=np.int64, count=len(values))
 
 
-def _encode_labels(info: DatasetInfo, y, y_test):
-    codes = _label_codes(info, y)
-    test_codes = None if y_test is None else _label_codes(info, y_test)
+def _encode_labels(info: DatasetInfo, parsed: Parsed, y, y_test):
+    origin = parsed.row_origin
+    codes = _label_codes(info, y, origin)
+    test_origin = None if origin is None else (lambda i: origin(i + len(y)))
+    test_codes = None if y_test is None else _label_codes(info, y_test, test_origin)
     return codes, test_codes, [str(c) for c in info.classes or ()]
 
 
@@ -305,7 +314,7 @@ def load_dataset(
     categorical, n_cat, cat_declared = _categories(info, parsed, parts)
     classes = class_names = None
     if info.task == "classification":
-        y, y_test, class_names = _encode_labels(info, y, y_test)
+        y, y_test, class_names = _encode_labels(info, parsed, y, y_test)
         classes = np.arange(len(class_names))
     else:
         y = y.astype(np.float64)

@@ -164,6 +164,9 @@ class RowOrigins:
             line_of_row=np.concatenate([t.lines[k] for t, k in zip(tables, kept, strict=True)]),
         )
 
+    def origin(self, row: int) -> tuple[Path, int]:
+        return self.tables[int(self.table_of_row[row])].path, int(self.line_of_row[row])
+
     def error(self, row: int, column: str, problem: str):
         table = self.tables[int(self.table_of_row[row])]
         return data_error(table.path, problem, line=int(self.line_of_row[row]),

@@ -11,6 +11,7 @@ say where.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import math
 from collections.abc import Iterator
@@ -45,7 +46,16 @@ def parse_libsvm(paths: list[Path], options: dict) -> Parsed:
     if X.shape[1] <= DENSE_MAX_FEATURES:
         X = X.toarray()
     names = [f"f{i + 1}" for i in range(X.shape[1])]
-    return Parsed(X=X, y=y, feature_names=names, categorical=np.zeros(X.shape[1], bool))
+    return Parsed(X=X, y=y, feature_names=names, categorical=np.zeros(X.shape[1], bool),
+                  row_origin=functools.partial(_row_origin, path))
+
+
+def _row_origin(path: Path, row: int) -> tuple[Path, int]:
+    """File and line of data row ``row`` (read again line by line: error messages only)."""
+    for i, (number, _) in enumerate(_data_lines(path)):
+        if i == row:
+            return path, number
+    raise IndexError(row)
 
 
 def _open(path: Path) -> IO[bytes]:

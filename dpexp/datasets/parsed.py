@@ -8,6 +8,7 @@ again, line by line, to say where.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ class Parsed:
     y_test: np.ndarray | None = None
     #: Declared number of categories per feature (0 where the file's values decide).
     n_categories: np.ndarray | None = None
+    #: File and 1-based line of row ``i`` (train rows, then test rows), for the error
+    #: messages of checks made after parsing (a label outside the declared classes).
+    row_origin: Callable[[int], tuple[Path, int]] | None = None
 
 
 def data_error(path: Path, problem: str, *, line: int | None = None, column: str | None = None) -> DatasetError:

@@ -91,9 +91,10 @@ def parse_csv(paths: list[Path], options: dict) -> Parsed:
         return Parsed(
             X=X[:n_train], y=y[:n_train], feature_names=feature_cols, categorical=categorical,
             X_test=X[n_train:], y_test=y[n_train:], n_categories=n_declared,
+            row_origin=origins.origin,
         )
     return Parsed(X=X, y=y, feature_names=feature_cols, categorical=categorical,
-                  n_categories=n_declared)
+                  n_categories=n_declared, row_origin=origins.origin)
 
 
 def _categorical_columns(options: dict, feature_cols: list[str], path: Path) -> set[str]:

@@ -187,6 +187,13 @@ def test_line_numbers_count_skipped_and_blank_lines_and_quotes(data):
     assert not cached.exists()  # no published checksum: a first download that fails is deleted
 
 
+def test_label_outside_the_declared_classes_names_its_line(data):
+    path = data.user_file(USER_CSV.replace("27,red,950,1", "27,red,950,2"))
+    with pytest.raises(DatasetError, match=rf"label\(s\) \['2'\] are not in the declared classes \[0, 1\] of "
+                                           rf"datasets.yaml \(first at {path}, line 4\)"):
+        load_dataset("user_csv", progress=False)
+
+
 # ------------------------------------------------------------------- LIBSVM
 
 @pytest.mark.parametrize(
@@ -213,6 +220,13 @@ def test_libsvm_comment_and_blank_lines_keep_the_line_number(data):
     data.put("svm/data.svm", b"# a comment\n\n" + SVM.replace(b"-1 1:0.25", b"-1 1:inf", 1))
     with pytest.raises(DatasetError, match=r"data.svm, line 4, column 2 \('1:inf'\)"):
         load_dataset("svm", progress=False)
+
+
+def test_libsvm_label_outside_the_declared_classes_names_its_line(data):
+    data.put("svm/data.svm", b"# header comment\n" + SVM.replace(b"-1 1:0.25", b"3 1:0.25", 1))
+    with pytest.warns(UserWarning, match="no published checksum; parsed it"), \
+            pytest.raises(DatasetError, match=r"label\(s\) \['3'\] .*\(first at .*data.svm, line 3\)"):
+        load_dataset("svm", progress=False)  # the file parses (its hash is recorded), the label is wrong
 
 
 def test_empty_libsvm_file(data):
