@@ -19,6 +19,20 @@ from dpexp.datasets.parsed import data_error
 _QUOTE, _NEWLINE, _COMMA = ord('"'), ord("\n"), ord(",")
 
 
+def _empty_from(padded: np.ndarray, field_starts: np.ndarray) -> np.ndarray:
+    """Indices of the fields (given by their first byte) holding nothing above space:
+    vectorised over the fields, one step per leading blank byte."""
+    empty = []
+    index, position = np.arange(len(field_starts)), field_starts
+    while len(index):
+        byte = padded[position]
+        end = (byte == _COMMA) | (byte == _NEWLINE)
+        empty.append(index[end])
+        blank = (byte <= ord(" ")) & ~end
+        index, position = index[blank], position[blank] + 1
+    return np.sort(np.concatenate(empty)) if empty else np.zeros(0, np.int64)
+
+
 @dataclass(frozen=True)
 class CsvTable:
     """The fields of one file as strings, and the 1-based file line of each row."""
@@ -56,27 +70,29 @@ def _scan_lines(data: bytes) -> _Lines:
     newlines = np.flatnonzero(raw == _NEWLINE)
     commas = np.flatnonzero(raw == _COMMA)
     ends = newlines
-    quotes = np.flatnonzero(raw == _QUOTE)
-    if len(quotes):
-        commas = commas[np.searchsorted(quotes, commas) % 2 == 0]
-        ends = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+    if _QUOTE in raw:
+        # inside quotes after an odd number of them (a uint8 running count keeps parity)
+        inside = np.cumsum(raw == _QUOTE, dtype=np.uint8) & 1
+        commas = commas[inside[commas] == 0]
+        ends = newlines[inside[newlines] == 0]
     if not len(ends) or ends[-1] != len(raw) - 1:
         ends = np.append(ends, len(raw))  # the last line has no newline
     starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
     first_comma = np.searchsorted(commas, starts)
     fields = np.searchsorted(commas, ends) - first_comma + 1
-    # A field runs from its start to the next field's start; with the separators and line
-    # ends blanked out, it is empty when no byte in that span is above space.
-    filled = np.zeros(len(raw) + 1, dtype=bool)
-    filled[:-1] = raw > ord(" ")
-    filled[commas] = False
-    filled[ends[ends < len(raw)]] = False
-    field_starts = np.sort(np.concatenate([starts, commas + 1]))
-    empty = np.flatnonzero(~np.logical_or.reduceat(filled, field_starts))
-    empty_line = np.searchsorted(ends, field_starts[empty])
-    empty_position = empty - (np.arange(len(starts)) + first_comma)[empty_line]
+    # Empty fields: from each field's start, skip blank bytes; an empty field meets its
+    # separator or line end first (neither can be quoted there: blank bytes open no quote).
+    padded = np.append(raw, np.uint8(_NEWLINE))
+    empty_start = _empty_from(padded, starts)
+    empty_after = _empty_from(padded, commas + 1)
+    comma_line = np.searchsorted(ends, commas[empty_after])
+    empty_line = np.concatenate([empty_start, comma_line])
+    empty_position = np.concatenate([np.zeros(len(empty_start), np.int64),
+                                     empty_after - first_comma[comma_line] + 1])
+    order = np.lexsort((empty_position, empty_line))
+    empty_line, empty_position = empty_line[order], empty_position[order]
     blank = np.zeros(len(starts), dtype=bool)
-    blank[empty_line[fields[empty_line] == 1]] = True
+    blank[empty_start[fields[empty_start] == 1]] = True
     numbers = np.searchsorted(newlines, starts) + 1
     return _Lines(numbers=numbers, fields=fields, blank=blank, empty_line=empty_line,
                   empty_position=empty_position)
@@ -139,7 +155,7 @@ def read_table(path: Path, options: dict, skip: int = 0) -> CsvTable:
     if len(frame) != len(numbers):  # e.g. quotes that do not pair up
         raise data_error(path, f"{len(frame)} rows read but {len(numbers)} non-blank lines; "
                                "a field spans lines or quotes are unbalanced")
-    if b'"' in data and "" not in markers:  # a quoted empty field ("") holds bytes
+    if b'""' in data and "" not in markers:  # a quoted empty field ("") holds bytes
         quoted_empty = frame.to_numpy(dtype=object) == ""
         if quoted_empty.any():
             row, position = (int(v) for v in np.argwhere(quoted_empty)[0])
