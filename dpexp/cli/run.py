@@ -94,8 +94,9 @@ def run(
     spec = select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
                   parse_epsilons(epsilons))
     check_grid_size(spec, yes)
-    for note in unsupported_notes(spec):  # e.g. a classification-only method on regression data
-        err.print(f"note: {escape(note)}", highlight=False)
+    skipped_tasks = unsupported_notes(spec)  # e.g. a classification-only method on regression data
+    if skipped_tasks:  # one line per run, however many series or datasets
+        err.print(f"note: {escape('; '.join(skipped_tasks))}", highlight=False)
     # Outputs must be writable before hours of computing, not after.
     check_writable(rdir, "results directory")
     if not no_render:
@@ -187,9 +188,9 @@ def plan(
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
     for spec in selected:
         check_grid_size(spec, yes)
-        if not as_json:
-            for note in unsupported_notes(spec):
-                err.print(f"note: {spec.id}: {escape(note)}", highlight=False)
+        skipped_tasks = unsupported_notes(spec)
+        if skipped_tasks and not as_json:
+            err.print(f"note: {spec.id}: {escape('; '.join(skipped_tasks))}", highlight=False)
     plans = make_plans(selected, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate)
     if as_json:
         typer.echo(json.dumps(_plan_json(plans, skipped) if all_ else plans[0].to_dict(), indent=2))
