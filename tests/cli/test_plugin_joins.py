@@ -101,7 +101,10 @@ def test_the_plugin_joins_an_experiment_and_leaves_the_others_bit_identical(
     assert (stump.metric == "accuracy").any() and (stump.epsilon_spent <= stump.epsilon).all()
     others = after[after.label != "dp_stump"].reset_index(drop=True)
     pd.testing.assert_frame_equal(others, baseline, check_exact=True)
+    # the rendered figure and table show the joined series beside the spec's own
     assert (tmp_path / "figures" / "join-quick" / "join-quick-smoke.png").exists()
+    table = (before / "join-quick" / "join-quick-smoke.csv").read_text()
+    assert "dp_stump" in table and GBDT in table
 
     # a mixed list on an empty results directory computes the same numbers for the spec's
     # own series: its cells do not depend on who joins them
