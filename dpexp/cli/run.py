@@ -82,7 +82,7 @@ def run(
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments import runner as _runner
     from dpexp.experiments.catalog import resolve
-    from dpexp.experiments.cells import check_grid_size
+    from dpexp.experiments.cells import check_grid_size, unsupported_notes
     from dpexp.experiments.environment import check_writable
     from dpexp.experiments.spec import select
 
@@ -94,6 +94,9 @@ def run(
     spec = select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
                   parse_epsilons(epsilons))
     check_grid_size(spec, yes)
+    skipped_tasks = unsupported_notes(spec)  # e.g. a classification-only method on regression data
+    if skipped_tasks:  # one line per run, however many series or datasets
+        err.print(f"note: {escape('; '.join(skipped_tasks))}", highlight=False)
     # Outputs must be writable before hours of computing, not after.
     check_writable(rdir, "results directory")
     if not no_render:
@@ -177,7 +180,7 @@ def plan(
     the experiments that have one of them.
     """
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
-    from dpexp.experiments.cells import check_grid_size
+    from dpexp.experiments.cells import check_grid_size, unsupported_notes
     from dpexp.experiments.plan import make_plans
 
     if all_ == (experiment is not None):
@@ -187,6 +190,9 @@ def plan(
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
     for spec in selected:
         check_grid_size(spec, yes)
+        skipped_tasks = unsupported_notes(spec)
+        if skipped_tasks and not as_json:
+            err.print(f"note: {spec.id}: {escape('; '.join(skipped_tasks))}", highlight=False)
     plans = make_plans(selected, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate)
     if as_json:
         typer.echo(json.dumps(_plan_json(plans, skipped) if all_ else plans[0].to_dict(), indent=2))

@@ -27,7 +27,7 @@ from dpexp.errors import DatasetUnavailableError, DpexpError, RunWaitsWarning, W
 from dpexp.experiments import cache
 from dpexp.experiments.backends import backend, progress_bar
 from dpexp.experiments.catalog import cells_source
-from dpexp.experiments.cells import Cell, dataset_task, expand
+from dpexp.experiments.cells import Cell, dataset_task, expand, unsupported_notes
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
 from dpexp.experiments.config import RunConfig
 from dpexp.experiments.environment import check_writable, git_revision, optional_unavailable
@@ -65,7 +65,8 @@ class RunReport:
     #: Cells copied from another experiment's cache: the same cell (same key, same numbers)
     #: computed once (counted in ``cached``).
     shared: int = 0
-    #: One-line notes on algorithms skipped because an optional package is missing.
+    #: One-line notes on algorithms skipped because an optional package is missing, or on
+    #: the datasets of a task they do not support.
     skipped: list[str] = field(default_factory=list)
     #: The one line saying how many of the results' rows are stale ("" when none).
     stale: str = ""
@@ -137,6 +138,7 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     check_writable(cfg.results_dir, "results directory")
     validate_names(spec)
     spec, skipped = drop_unavailable(spec, cfg.require_optional)
+    skipped += unsupported_notes(spec)  # the grid leaves out tasks a series does not support
     cells = expand(spec, cfg.scale, cfg.seed)
     # A spec showing another's cells computes them as that spec does (all of its metrics),
     # so the other experiment's results never lack a value for a cell computed here.
