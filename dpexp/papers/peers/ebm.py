@@ -136,6 +136,11 @@ class DPEBMClassifier(ClassifierMixin, _DPEBM):
             self.accountant_.mark_not_dp("classes read from the training labels")
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # interpret's DP-EBM is binary only
+        return tags
+
     def predict_proba(self, X) -> np.ndarray:
         """One column per declared class (interpret's columns are the codes 0 and 1)."""
         X = self._features(X)
@@ -145,7 +150,8 @@ class DPEBMClassifier(ClassifierMixin, _DPEBM):
         return out
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # first: it checks the model is fitted
+        return self.classes_[np.argmax(proba, axis=1)]
 
 
 class DPEBMRegressor(RegressorMixin, _DPEBM):
@@ -186,4 +192,5 @@ class DPEBMRegressor(RegressorMixin, _DPEBM):
         return self
 
     def predict(self, X) -> np.ndarray:
-        return np.asarray(self.model_.predict(self._features(X)), dtype=np.float64)
+        X = self._features(X)  # first: it checks the model is fitted
+        return np.asarray(self.model_.predict(X), dtype=np.float64)
