@@ -37,6 +37,7 @@ def leaderboard(
     figures_dir: FiguresDir = None,
     no_render: Annotated[bool, typer.Option("--no-render", help="Do not draw the ε-utility curves.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress.")] = False,
+    add: Annotated[list[str] | None, typer.Option("--add", metavar="NAME", help="Add a registered algorithm (repeatable) as an entry at its defaults and compute only its cells; every other entry's cells come from the cache as they are.")] = None,
 ):
     """Plan and run the leaderboard, then print its ranks per task and ε (mean rank over
     datasets, Friedman and Nemenyi, critical-difference diagrams)."""
@@ -51,11 +52,13 @@ def leaderboard(
 
     rdir, fdir = dirs(results_dir, figures_dir)
     eps = parse_epsilons(epsilons)
-    spec = select(resolve(spec_name).at_scale(scale), None, None, eps)
+    spec = select(with_entries(resolve(spec_name), add or []).at_scale(scale), None, None, eps)
     _check_optional(spec)
+    # --add computes only the added entries' cells: the others are the cache's, untouched
+    computed = select(spec, None, add, None) if add else spec
     check_writable(rdir, "results directory")
     check_writable(fdir, "figures directory")
-    parts = task_parts(spec)
+    parts = task_parts(computed)
     plans = make_plans([p for _, p, _ in parts], scale, rdir, seed=seed, jobs=jobs,
                        calibrate_fits=False)
     for (task, _, left), p in zip(parts, plans, strict=True):
@@ -83,6 +86,24 @@ def leaderboard(
         _print_board(board, table)
     for f in lb.files:
         out.print(f"  wrote {f}", highlight=False)
+
+
+def with_entries(spec, names: list[str]):
+    """``spec`` with a series for each registered algorithm of ``names`` it lacks (label =
+    name, the algorithm's defaults); a name it already runs adds nothing."""
+    # lazy: as above, the machinery loads when the command runs
+    from dataclasses import replace
+
+    from dpexp.experiments.spec import AlgorithmRef
+    from dpexp.registry import get_algorithm
+
+    have = {a.name for a in spec.algorithms} | {a.label for a in spec.algorithms}
+    added = []
+    for name in dict.fromkeys(names):
+        get_algorithm(name)  # an unknown name fails here, with the closest known ones
+        if name not in have:
+            added.append(AlgorithmRef(label=name, name=name))
+    return replace(spec, algorithms=(*spec.algorithms, *added)) if added else spec
 
 
 def _check_optional(spec) -> None:

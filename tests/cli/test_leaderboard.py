@@ -89,6 +89,19 @@ def test_the_leaderboard_ranks_real_numbers_and_draws_the_cd_diagram(spec_file, 
     assert "0 computed, 12 from cache" in again.output
     pd.testing.assert_frame_equal(ranks, pd.read_csv(
         tmp_path / "results" / "leaderboard-mini" / "leaderboard-mini-ranks-smoke.csv"))
+    # a new entry computes only its own cells; every other entry's numbers stay bit for bit
+    added = invoke(spec_file, tmp_path, "--no-render", "--add", "gaussian_bdt")
+    assert added.exit_code == 0, added.output
+    assert "6 cells, 6 computed, 0 from cache" in added.output  # 2 datasets x 3 folds
+    assert "3 cells, 3 computed, 0 from cache" in added.output  # 1 regression dataset
+    after = pd.read_csv(tmp_path / "results" / "leaderboard-mini" / "leaderboard-mini-ranks-smoke.csv")
+    assert set(after["entry"]) == set(ranks["entry"]) | {"gaussian_bdt"}
+    before_scores = ranks.set_index(["task", "entry"])[["mean_error", "mean_rmse"]]
+    after_scores = after.set_index(["task", "entry"])[["mean_error", "mean_rmse"]]
+    pd.testing.assert_frame_equal(before_scores, after_scores.loc[before_scores.index])
+    status = after.set_index(["task", "entry"])["status"]
+    assert status[("regression", "gaussian_bdt")] == "(ε, δ = 1e-05)-DP"  # its default delta
+    assert status[("classification", "gaussian_bdt")].startswith("not DP on 2 of 2 datasets")
 
 
 def test_a_missing_optional_package_names_the_extra(spec_file, tmp_path, monkeypatch):
