@@ -95,7 +95,8 @@ class ReleasePath:
 #: The private algorithms that take no ``n_records`` (the runner passes them nothing the
 #: data could have shaped but the registry's metadata).
 RUNNER_WITHOUT_N = ("dpboost", "seq", "para", "dpboost_honest", "fletcher_forest", "fs_c45",
-                    "diffprivlib_rf", "gaussian_bdt", "xgboost_dp", "dp_rf_xgbdp", "dp_adaboost")
+                    "diffprivlib_rf", "gaussian_bdt", "xgboost_dp", "dp_rf_xgbdp", "dp_adaboost",
+                    "dp_ebm")
 #: Partition users without a canary-position target yet.
 POSITIONS_BY_CONTENT = ("dpboost", "seq", "para", "dpboost_honest", "dp_rf_xgbdp",
                         "dp_adaboost")

@@ -30,6 +30,8 @@ PAPER_TITLES = {
     "inprivate-digging-zhao-2018": "Zhao et al. 2018, InPrivate Digging: Enabling Tree-based "
                                    "Distributed Data Mining with Differential Privacy",
     "xgboost-dp-shi-2021": "Shi et al. 2021, XGBoost Algorithm under Differential Privacy Protection",
+    "leaderboard": "The DP tree-ensemble leaderboard (dpexp): the five papers' methods, their "
+                   "peers and non-private references on the same folds",
 }
 
 #: The kinds of printed values in the order the report counts them (model performance first).
