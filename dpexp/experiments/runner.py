@@ -142,10 +142,10 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     check_writable(cfg.results_dir, "results directory")
     validate_names(spec)
     # the grid every shard splits alike: before a series is dropped on this machine alone
-    grid = expand(spec, cfg.scale, cfg.seed) if cfg.shard else None
+    grid = expand(spec, cfg.scale, cfg.seed) if cfg.shard is not None else None
     spec, skipped = drop_unavailable(spec, cfg.require_optional)
     cells = expand(spec, cfg.scale, cfg.seed)
-    if cfg.shard and grid is not None:
+    if cfg.shard is not None and grid is not None:
         mine = shard_digests(grid, cfg.shard, cfg.results_dir, cfg.scale)
         cells = [c for c in cells if c.digest in mine]
     # A spec showing another's cells computes them as that spec does (all of its metrics),
