@@ -42,6 +42,7 @@ from dpexp.experiments.results import (
 )
 from dpexp.experiments.schedule import longest_first
 from dpexp.experiments.schema import RESULT_COLUMNS
+from dpexp.experiments.shard import shard_digests
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.experiments.stale import stale_summary
 from dpexp.registry import get_algorithm
@@ -70,6 +71,9 @@ class RunReport:
     skipped: list[str] = field(default_factory=list)
     #: The one line saying how many of the results' rows are stale ("" when none).
     stale: str = ""
+    #: Cells of the experiment's grid in all shards (``total`` is this shard's), or None
+    #: when the run was not sharded.
+    grid_total: int | None = None
 
 
 def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[ExperimentSpec, list[str]]:
@@ -132,21 +136,29 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     """Run every missing cell of ``spec`` (already scaled/selected) and collect results.
 
     Afterwards ``results/EXP/results-SCALE.csv`` holds the union of every cached cell of
-    the experiment at that scale (all seeds and overrides), not only this run's.
+    the experiment at that scale (all seeds and overrides), not only this run's. With
+    ``cfg.shard`` only that shard's cells are computed and no table is written
+    (:mod:`dpexp.experiments.shard`).
     """
     t0 = time.perf_counter()
     check_writable(cfg.results_dir, "results directory")
     validate_names(spec)
+    # the grid every shard splits alike: before a series is dropped on this machine alone
+    grid = expand(spec, cfg.scale, cfg.seed) if cfg.shard is not None else None
     spec, skipped = drop_unavailable(spec, cfg.require_optional)
     skipped += unsupported_notes(spec)  # the grid leaves out tasks a series does not support
     cells = expand(spec, cfg.scale, cfg.seed)
+    if cfg.shard is not None and grid is not None:
+        mine = shard_digests(grid, cfg.shard, cfg.results_dir, cfg.scale)
+        cells = [c for c in cells if c.digest in mine]
     # A spec showing another's cells computes them as that spec does (all of its metrics),
     # so the other experiment's results never lack a value for a cell computed here.
     computing = cells_source(spec).at_scale(cfg.scale) if spec.cells_from else spec
     # Rows of the committed results table are finished cells (a campaign resumed on a
     # fresh clone recomputes nothing it already has); --force recomputes them.
     with experiment_lock(cfg.results_dir, spec.cells_id, cfg.scale):
-        return _run_locked(spec, cfg, cells, computing, skipped, t0)
+        report = _run_locked(spec, cfg, cells, computing, skipped, t0)
+    return replace(report, grid_total=len(grid)) if grid is not None else report
 
 
 @contextlib.contextmanager
@@ -207,7 +219,8 @@ def _run_locked(spec: ExperimentSpec, cfg: RunConfig, cells: list[Cell],
     frame, missing = collect(spec, cfg.scale, cfg.results_dir, cells=cells)
     if missing:
         raise RuntimeError(f"{len(missing)} cells missing after the run")
-    out = write_union_table(spec, cfg.scale, cfg.results_dir)
+    # a shard leaves the table as it was: the other shards balance by its times
+    out = None if cfg.shard else write_union_table(spec, cfg.scale, cfg.results_dir)
     return RunReport(spec=spec, scale=cfg.scale, total=len(cells), cached=len(cells) - len(todo),
                      computed=len(todo), seconds=time.perf_counter() - t0, results=frame,
                      results_path=out, skipped=skipped, adopted=adopted, shared=shared,

@@ -3,7 +3,7 @@ comparators JPW, FS (DiffP-C4.5) and diffprivlib.
 
 Modules: :mod:`.forest` (the forest), :mod:`.trees` (data-independent trees, compiled
 routing), :mod:`.comparators`, :mod:`.procedures` (Tables 2, 4, 5, 6; the Fig. 11 FS ablation),
-:mod:`.ablations` (the Fig. 11 JPW tree-vote ablation), :mod:`.audit`.
+:mod:`.ablations` (the Fig. 11 JPW tree-vote ablation; :mod:`.shared_structure`), :mod:`.audit`.
 """
 
 from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
