@@ -16,6 +16,27 @@ lightgbm comes with the ``test`` and ``bench`` extras.
 from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
 _LIBRARY = "library defaults; not DP (a non-private reference of the leaderboard)"
+#: Parameter names (``AlgorithmInfo.param_names``). The DP-EBM wrappers' (classifier and
+#: regressor):
+_DP_EBM_PARAMS = (
+    "accountant", "bin_budget_frac", "classes", "composition", "delta", "epsilon",
+    "feature_domain", "label_domain", "learning_rate", "max_bins", "max_leaves", "max_rounds",
+    "noise_rng", "random_state",
+)
+#: LightGBM's scikit-learn parameters (4.x) and the ``verbose`` its subclasses here set.
+_LIGHTGBM_PARAMS = (
+    "boosting_type", "class_weight", "colsample_bytree", "importance_type", "learning_rate",
+    "max_depth", "min_child_samples", "min_child_weight", "min_split_gain", "n_estimators",
+    "n_jobs", "num_leaves", "objective", "random_state", "reg_alpha", "reg_lambda", "subsample",
+    "subsample_for_bin", "subsample_freq", "verbose",
+)
+#: scikit-learn's HistGradientBoosting parameters (>= 1.4, classifier and regressor).
+_HGB_PARAMS = (
+    "categorical_features", "class_weight", "early_stopping", "interaction_cst",
+    "l2_regularization", "learning_rate", "loss", "max_bins", "max_depth", "max_features",
+    "max_iter", "max_leaf_nodes", "min_samples_leaf", "monotonic_cst", "n_iter_no_change",
+    "quantile", "random_state", "scoring", "tol", "validation_fraction", "verbose", "warm_start",
+)
 
 MANIFEST = PaperManifest(
     paper="peers",
@@ -32,7 +53,7 @@ MANIFEST = PaperManifest(
                         "al. 2021), its defaults, (epsilon, delta)-DP with delta 1e-6; binary "
                         "classification and regression.",
             requires=("interpret",),
-            tree_params=TreeParams(trees="max_rounds"),
+            tree_params=TreeParams(trees="max_rounds"), param_names=_DP_EBM_PARAMS,
         ),
         AlgorithmInfo(
             name="lightgbm_default",
@@ -43,6 +64,7 @@ MANIFEST = PaperManifest(
             description=f"LightGBM, {_LIBRARY}.",
             requires=("lightgbm",),
             tree_params=TreeParams(trees="n_estimators", depth="max_depth"),
+            param_names=_LIGHTGBM_PARAMS,
         ),
         AlgorithmInfo(
             name="hgb_default",
@@ -51,7 +73,7 @@ MANIFEST = PaperManifest(
             private=False,
             paper="peers",
             description=f"scikit-learn HistGradientBoosting, {_LIBRARY}.",
-            tree_params=TreeParams(trees="max_iter", depth="max_depth"),
+            tree_params=TreeParams(trees="max_iter", depth="max_depth"), param_names=_HGB_PARAMS,
         ),
     ],
     audit_targets=["dpexp.papers.peers.audit:AUDIT_TARGETS"],
