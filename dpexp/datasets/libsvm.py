@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
 from dpexp.datasets.parsed import Parsed, data_error
 from dpexp.errors import DatasetError
@@ -33,6 +32,9 @@ def parse_libsvm(paths: list[Path], options: dict) -> Parsed:
     path = paths[0]
     n_features = options.get("n_features")
     try:
+        # lazy: sklearn.datasets loads scipy (~1 s); reading the registry (dpexp list) needs neither
+        from sklearn.datasets import load_svmlight_file
+
         X, y = load_svmlight_file(str(path), n_features=n_features, dtype=np.float32)
     except (EOFError, OSError) as exc:
         raise data_error(path, f"truncated or corrupt file ({type(exc).__name__}: {exc})") from None

@@ -268,7 +268,8 @@ def load_registry(path: Path | None = None) -> dict[str, DatasetInfo]:
 @functools.lru_cache(maxsize=8)
 def _parsed_registry(path: str, mtime_ns: int, size: int) -> dict[str, DatasetInfo]:  # noqa: ARG001
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        # the C loader where PyYAML has it: the same documents, ten times faster (dpexp list)
+        raw = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     return parse_registry(raw, source=Path(path).name)

@@ -86,10 +86,9 @@ def test_the_list_command_counts_every_spec_without_numba(listed):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "two imports left: dpexp.experiments.completion -> environment -> datasets.download -> "
-    "parsers -> libsvm imports sklearn.datasets (and scipy) at module level, and "
-    "missing_packages -> registry.import_failure imports lightgbm and xgboost (both load "
-    "sklearn and scipy) to tell whether they work; strict: remove this mark once both are gone"))
+    "one import left: missing_packages -> registry.import_failure imports lightgbm and "
+    "interpret (both load sklearn and scipy) to tell whether they work (installed but "
+    "broken counts as missing); strict: remove this mark once it is gone"))
 def test_the_list_command_loads_no_heavy_package(listed):
     assert listed["heavy"] == []
 
