@@ -125,10 +125,9 @@ def _check_optional(spec) -> None:
 
 def _print_board(board, table) -> None:
     # lazy: as above
-    from dpexp.render.leaderboard_files import test_summary
+    from dpexp.render.leaderboard_files import board_header
 
-    out.print(f"\n{board.task}, ε = {board.epsilon:g} ({board.metric}; {board.test.blocks}; "
-              f"{test_summary(board)})", highlight=False)
+    out.print(f"\n{board_header(board)}", highlight=False)
     out.print(f"  {'mean rank':>9}  {'mean ' + board.metric:>11}  entry / privacy", highlight=False)
     for row in table.itertuples(index=False):
         out.print(f"  {row.mean_rank:>9.2f}  {row[4]:>11.4g}  {escape(str(row.entry))} "

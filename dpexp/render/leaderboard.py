@@ -38,6 +38,8 @@ from dpexp.experiments.schema import METRIC
 
 #: autorank's minimum number of paired blocks (rows) for its tests.
 MIN_BLOCKS = 5
+#: The significance level of the Friedman and post-hoc tests.
+ALPHA = 0.05
 #: The extra that installs autorank (and the DP-EBM peer).
 EXTRA = "leaderboard"
 #: Columns of a replicate block (one cell of the grid).
@@ -115,7 +117,7 @@ def mean_ranks(table: pd.DataFrame) -> pd.Series:
     return ranks.mean(axis=0).sort_values(kind="stable")
 
 
-def rank_test(table: pd.DataFrame, blocks: str, alpha: float = 0.05) -> RankTest:
+def rank_test(table: pd.DataFrame, blocks: str, alpha: float = ALPHA) -> RankTest:
     """Mean ranks, and (with at least :data:`MIN_BLOCKS` blocks and two entries) autorank's
     Friedman test and Nemenyi critical difference."""
     ranks = mean_ranks(table)
@@ -174,16 +176,23 @@ def boards(frame: pd.DataFrame, metric_of_task: dict[str, str],
 
 def price_of_privacy(frame: pd.DataFrame, metric_of_task: dict[str, str]) -> pd.DataFrame:
     """Per (task, dataset, DP entry, epsilon): its mean score, the best non-private
-    reference's and the gap (score minus reference: lower-is-better metrics)."""
-    scores = block_scores(metric_rows(frame, metric_of_task), ["dataset"])
+    reference's, the gap (score minus reference: lower-is-better metrics) and whether every
+    row of the entry there is private (``private``: a run on observed domains is not)."""
+    rows = metric_rows(frame, metric_of_task)
+    scores = block_scores(rows, ["dataset"])
+    rows["is_private"] = rows["private"].astype(str).str.lower() == "true"
+    private = (rows.groupby(["task", "dataset", "label", "epsilon"], as_index=False, dropna=False)
+               ["is_private"].all().rename(columns={"is_private": "private"}))
     ref = scores[np.isinf(scores["epsilon"])]
     best = (ref.sort_values("value", kind="stable").groupby(["task", "dataset"], as_index=False)
             .first().rename(columns={"label": "reference", "value": "reference_score"})
             .drop(columns="epsilon"))
     dp = scores[np.isfinite(scores["epsilon"])].merge(best, on=["task", "dataset"], how="inner")
     dp["gap"] = dp["value"] - dp["reference_score"]
+    dp = dp.merge(private, on=["task", "dataset", "label", "epsilon"], how="left")
     return dp.rename(columns={"value": "score"})[
-        ["task", "dataset", "label", "epsilon", "score", "reference", "reference_score", "gap"]]
+        ["task", "dataset", "label", "epsilon", "score", "reference", "reference_score", "gap",
+         "private"]]
 
 
 def entry_status(frame: pd.DataFrame) -> dict[str, str]:

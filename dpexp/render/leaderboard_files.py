@@ -39,6 +39,9 @@ class LeaderboardFiles:
     files: list[Path] = field(default_factory=list)
     #: The CD diagram of each tested board, by (task, epsilon).
     diagrams: dict[tuple[str, float], Path] = field(default_factory=dict)
+    #: The price of privacy per (task, dataset, DP entry, epsilon)
+    #: (:func:`dpexp.render.leaderboard.price_of_privacy`).
+    price: pd.DataFrame | None = None
 
 
 def metric_of_task(spec: ExperimentSpec) -> dict[str, str]:
@@ -59,11 +62,12 @@ def write_leaderboard(spec: ExperimentSpec, scale: str, results_dir: Path, figur
     status = {t: entry_status(frame[frame["metric"].map(task_of) == t]) for t in metrics}
     tables = [ranking_table(b, status[b.task]) for b in found]
     out_dir, fig_dir = results_dir / spec.id, figures_dir / spec.id
-    out = LeaderboardFiles(found, tables, status)
+    price = price_of_privacy(frame, metrics)
+    out = LeaderboardFiles(found, tables, status, price=price)
     ranks_csv = out_dir / f"{spec.id}-ranks-{scale}.csv"
     atomic_write_text(ranks_csv, pd.concat(tables).to_csv(index=False) if tables else "")
     price_csv = out_dir / f"{spec.id}-price-of-privacy-{scale}.csv"
-    atomic_write_text(price_csv, price_of_privacy(frame, metrics).to_csv(index=False))
+    atomic_write_text(price_csv, price.to_csv(index=False))
     out.files.extend([ranks_csv, price_csv])
     for board in found:
         if board.test.critical_difference is not None:
@@ -81,6 +85,13 @@ def _title(spec: ExperimentSpec, board: Board, scale: str) -> str:
     smoke = f" ({SMOKE_LABEL})" if scale == "smoke" else ""
     return (f"{spec.artefact}: {board.task} {board.metric}, ε = {board.epsilon:g}; "
             f"{test_summary(board)}{smoke}")
+
+
+def board_header(board: Board) -> str:
+    """What a board ranks, on which blocks, and its test, in one line (the blocks of an
+    untested board already say why it is not tested)."""
+    test = "" if board.test.p_value is None else f"; {test_summary(board)}"
+    return f"{board.task}, ε = {board.epsilon:g} ({board.metric}; {board.test.blocks}{test})"
 
 
 def test_summary(board: Board) -> str:
@@ -121,9 +132,7 @@ def ranks_markdown(spec: ExperimentSpec, scale: str, lb: LeaderboardFiles) -> st
     if scale == "smoke":
         lines += [f"*{SMOKE_LABEL}*", ""]
     for board, table in zip(lb.boards, lb.tables, strict=True):
-        lines += [f"## {board.task}, ε = {board.epsilon:g} ({board.metric}; {board.test.blocks}; "
-                  f"{test_summary(board)})",
-                  "", f"| entry | mean rank | mean {board.metric} | privacy |", "|---|---|---|---|"]
+        lines += [f"## {board_header(board)}", "", f"| entry | mean rank | mean {board.metric} | privacy |", "|---|---|---|---|"]
         for row in table.itertuples(index=False):
             lines.append(f"| {row.entry} | {row.mean_rank:.2f} | {_num(row[4])} | {row.status} |")
         if board.left_out:

@@ -46,6 +46,7 @@ from dpexp.experiments.completion import Availability
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
 from dpexp.experiments.stale import NUMBER_CHANGES
 from dpexp.render.html import Block, markdown_of, page
+from dpexp.render.leaderboard_section import leaderboard_extras
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.provenance import report_environment
 from dpexp.render.section import Section, build_section, judge_sections
@@ -137,9 +138,11 @@ def noise_statement(sections: list[Section]) -> str:
     return own + ("" if not others else " Other rows: " + "; ".join(md_escape(n) for n in others) + ".")
 
 
-def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Path) -> list[Block]:
+def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Path,
+                  extras: dict[str, list[Block]] | None = None) -> list[Block]:
     """The report: title, intro, noise, verdict table, sections by paper (caveats collapsed
-    in each), environment."""
+    in each; ``extras``: blocks appended to a section, by spec id), environment."""
+    extras = extras or {}
     rows = [verdict_row(s) for s in sections]
     noise = noise_statement(sections)
     blocks = [Block("# dpexp reproduction report"), Block(headline(rows)), Block(_INTRO),
@@ -150,7 +153,8 @@ def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Pat
         by_paper.setdefault(s.spec.paper, []).append(s)
     for paper, secs in by_paper.items():
         blocks.append(Block(f"## {md_escape(paper_title(paper))} ({md_code(paper)})"))
-        blocks += [b for s in secs for b in section_blocks(s, results_dir)]
+        blocks += [b for s in secs for b in (*section_blocks(s, results_dir),
+                                             *extras.get(s.spec.id, []))]
     env_md = [f"- **{k}**: {md_escape(v)}" for k, v in env.items()]
     blocks.append(Block("\n".join(["## Appendix: environment", "", *env_md])))
     return blocks
@@ -176,7 +180,9 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
     judge_sections(sections)
     env = report_environment(results_dir)
     env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"
-    blocks = report_blocks(sections, env, results_dir)
+    # the leaderboard's ranks, tests and CD diagrams (dpexp.render.leaderboard_section)
+    blocks = report_blocks(sections, env, results_dir,
+                           leaderboard_extras(sections, results_dir, figures_dir))
     tag = "-smoke" if scale == "smoke" else ""
     md_path = Path(results_dir) / f"REPORT{tag}.md"
     atomic_write_text(md_path, markdown_of(blocks))
