@@ -44,10 +44,10 @@ def leaderboard(
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments import runner as _runner
     from dpexp.experiments.catalog import resolve
+    from dpexp.experiments.cells import unsupported_notes
     from dpexp.experiments.environment import check_writable
     from dpexp.experiments.plan import format_seconds, make_plans
     from dpexp.experiments.spec import select
-    from dpexp.experiments.task_parts import task_parts
     from dpexp.render.leaderboard_files import write_leaderboard
 
     rdir, fdir = dirs(results_dir, figures_dir)
@@ -58,23 +58,18 @@ def leaderboard(
     computed = select(spec, None, add, None) if add else spec
     check_writable(rdir, "results directory")
     check_writable(fdir, "figures directory")
-    parts = task_parts(computed)
-    plans = make_plans([p for _, p, _ in parts], scale, rdir, seed=seed, jobs=jobs,
-                       calibrate_fits=False)
-    for (task, _, left), p in zip(parts, plans, strict=True):
-        unknown = f" (+ {p.unestimated_cells} cells not estimated)" if p.unestimated_cells else ""
-        out.print(f"plan: {spec.id} {task} ({scale}, seed {seed}): {p.cells} cells, {p.cached} "
-                  f"cached, {p.todo} to compute; estimate {format_seconds(p.estimated_seconds)} "
-                  f"with {jobs} job(s){unknown}", highlight=False)
-        if left:
-            out.print(f"  not run on {task} (no {task} estimator): {escape(', '.join(left))}",
-                      highlight=False)
+    plan = make_plans([computed], scale, rdir, seed=seed, jobs=jobs, calibrate_fits=False)[0]
+    unknown = f" (+ {plan.unestimated_cells} cells not estimated)" if plan.unestimated_cells else ""
+    out.print(f"plan: {spec.id} ({scale}, seed {seed}): {plan.cells} cells, {plan.cached} cached, "
+              f"{plan.todo} to compute; estimate {format_seconds(plan.estimated_seconds)} with "
+              f"{jobs} job(s){unknown}", highlight=False)
+    for note in unsupported_notes(computed):  # the grid skips the tasks a series lacks
+        out.print(f"  {escape(note)}", highlight=False)
     cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs,
                             progress=not quiet, require_optional=True)
-    for task, part, _ in parts:
-        rep = _runner.run_experiment(part, cfg)
-        out.print(f"{spec.id} {task}: {rep.total} cells, {rep.computed} computed, {rep.cached} "
-                  f"from cache, {rep.seconds:.1f}s", highlight=False)
+    rep = _runner.run_experiment(computed, cfg)
+    out.print(f"{spec.id}: {rep.total} cells, {rep.computed} computed, {rep.cached} from cache, "
+              f"{rep.seconds:.1f}s", highlight=False)
     if not no_render:
         # lazy: the experiment's figure (ε-utility curves per dataset) draws with matplotlib
         from dpexp.render.render import render_experiment

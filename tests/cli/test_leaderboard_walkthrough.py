@@ -131,14 +131,14 @@ def test_the_readme_walkthrough_gives_a_new_method_its_row_ranks_and_cd_diagram(
     assert "--add" not in board and add[-2:] == ["--add", "my_method"]
     # the board without the new method
     first = _dpexp(cwd, board, *spec)
-    assert "leaderboard-walk classification: 24 cells, 24 computed" in first
+    assert "leaderboard-walk: 24 cells, 24 computed" in first
     baseline = _numbers(cwd / "results")
     ranks_csv = cwd / "results" / "leaderboard-walk" / "leaderboard-walk-ranks-smoke.csv"
     before = pd.read_csv(ranks_csv).set_index("entry")
 
     # the method joins: only its 2 datasets x 3 folds are computed
     added = _dpexp(cwd, add, *spec)
-    assert "leaderboard-walk classification: 6 cells, 6 computed, 0 from cache" in added
+    assert "leaderboard-walk: 6 cells, 6 computed, 0 from cache" in added
     after = _numbers(cwd / "results")
     mine = after[after.label == "my_method"]
     assert len(mine) == 6 and (mine.epsilon_spent <= mine.epsilon).all()
