@@ -23,6 +23,7 @@ import io
 import json
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = [
-    "adopt_committed", "cached_digests", "committed_digests", "committed_payloads", "index_path",
+    "SharedReads", "adopt_committed", "cached_digests", "committed_digests", "committed_payloads", "index_path",
     "keep_committed_rows", "key_digest", "read_index", "row_key", "table_index", "table_path",
     "write_table", "write_table_text",
 ]
@@ -298,9 +299,38 @@ def _content_key(row: dict[str, Any], spec: ExperimentSpec, scale: str) -> str:
     return content_key(content, version if isinstance(version, str) else "")
 
 
+@dataclass(frozen=True)
+class SharedReads:
+    """Committed tables that several specs of one caller read (a report: an artefact
+    showing another's cells, ``cells_from``, reads that experiment's table too), each
+    read once and let go after its last reader. Made per call and passed down (no
+    module-level cache: a table rewritten between two reports is read afresh).
+
+    ``uses`` counts the readers of each experiment's table (its ``cells_id``); a table
+    with one reader is not kept at all.
+    """
+
+    uses: dict[str, int]
+    _held: dict[Path, dict[str, list[dict[str, Any]]]] = field(default_factory=dict, repr=False)
+    _left: dict[Path, int] = field(default_factory=dict, repr=False)
+
+    def groups(self, path: Path, experiment: str) -> dict[str, list[dict[str, Any]]]:
+        """The rows of ``path`` (the table of ``experiment``) grouped by cell key."""
+        if self.uses.get(experiment, 0) < 2:
+            return _read_rows(path)
+        if path not in self._held:
+            self._held[path] = _read_rows(path)
+            self._left[path] = self.uses[experiment]
+        groups = self._held[path]
+        self._left[path] -= 1
+        if self._left[path] <= 0:
+            del self._held[path], self._left[path]
+        return groups
+
+
 def committed_payloads(
     spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None,
-    *, grid_only: bool = False,
+    *, grid_only: bool = False, shared: SharedReads | None = None,
 ) -> list[dict[str, Any]]:
     """Cache payloads (``key``, ``cell``, ``rows``, ``committed``, ``grid``) of the cells
     the committed table holds, for ``seeds`` (default: every seed in the table).
@@ -309,12 +339,13 @@ def committed_payloads(
     unless ``grid_only``, the table's other cells (``grid: False``): override runs and peer
     columns, the cell record rebuilt from the row (:func:`_cell_record`). A spec showing
     another's cells (``cells_from``) reads that experiment's table, its own grid only.
+    ``shared`` reads a table several specs read once (the rows are then shared: read only).
     """
     path = table_path(results_dir, spec.cells_id, scale)
     grid_only = grid_only or bool(spec.cells_from)
     if not path.exists():
         return []
-    groups = _read_rows(path)
+    groups = shared.groups(path, spec.cells_id) if shared is not None else _read_rows(path)
     if not groups:
         return []
     if seeds is None:

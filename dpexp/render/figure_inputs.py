@@ -15,7 +15,6 @@ figure files' bytes are exactly what drawing gives (nothing is added to the PNG)
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +44,23 @@ def _frame_text(frame: pd.DataFrame) -> str:
     return dtypes + "\n" + frame.to_csv(index=True, lineterminator="\n")
 
 
+def _canonical(value: Any) -> str:
+    """A stable text of nested dicts, lists and scalars (dicts by sorted key)."""
+    if isinstance(value, dict):
+        items = sorted((str(k), _canonical(v)) for k, v in value.items())
+        return "{" + ",".join(f"{k!r}:{v}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    return repr(value)
+
+
 def _matplotlib_text() -> str:
     # lazy: ft2font is matplotlib's compiled text renderer, loaded with pyplot anyway
     from matplotlib import ft2font
 
-    rc = {k: repr(v) for k, v in matplotlib.rcParams.items() if not k.startswith("backend")}
-    return json.dumps({"version": matplotlib.__version__,
-                       "freetype": getattr(ft2font, "__freetype_version__", ""),
-                       "rc": rc}, sort_keys=True)
+    rc = {k: v for k, v in matplotlib.rcParams.items() if not k.startswith("backend")}
+    return _canonical({"version": matplotlib.__version__,
+                       "freetype": getattr(ft2font, "__freetype_version__", ""), "rc": rc})
 
 
 def inputs_digest(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> str:
@@ -62,9 +70,8 @@ def inputs_digest(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -
     context = {"order": ctx.order, "display": ctx.display, "tasks": ctx.tasks,
                "scale": ctx.scale, "note": ctx.note, "algorithms": ctx.algorithms}
     h = hashlib.sha256()
-    for part in (json.dumps(used, sort_keys=True, default=repr),
-                 json.dumps(context, sort_keys=True, default=repr),
-                 _frame_text(agg), _source_text(), _matplotlib_text()):
+    for part in (_canonical(used), _canonical(context), _frame_text(agg), _source_text(),
+                 _matplotlib_text()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -80,12 +87,14 @@ def figure_path(out_base: Path, ext: str) -> Path:
     return out_base.parent / f"{out_base.name}.{ext}"
 
 
-def _recorded(out_base: Path) -> dict[str, Any]:
+def _recorded(out_base: Path) -> dict[str, str]:
+    """The sidecar's lines (``inputs DIGEST``, then ``FORMAT SHA256`` per file) as a dict."""
     try:
-        data = json.loads(sidecar_path(out_base).read_text())
-    except (OSError, ValueError):
+        lines = sidecar_path(out_base).read_text().splitlines()
+    except OSError:
         return {}
-    return data if isinstance(data, dict) else {}
+    pairs = [line.split(" ", 1) for line in lines]
+    return {p[0]: p[1] for p in pairs if len(p) == 2}
 
 
 def _sha256(path: Path) -> str | None:
@@ -100,18 +109,15 @@ def current_files(out_base: Path, digest: str) -> dict[str, str]:
     recorded = _recorded(out_base)
     if recorded.get("inputs") != digest:
         return {}
-    files = recorded.get("files")
-    if not isinstance(files, dict):
-        return {}
     out = {}
     for ext in FORMATS:
         sha = _sha256(figure_path(out_base, ext))
-        if sha is not None and sha == files.get(ext):
+        if sha is not None and sha == recorded.get(ext):
             out[ext] = sha
     return out
 
 
 def record_files(out_base: Path, digest: str, files: dict[str, str]) -> None:
     """Write the sidecar: ``files`` (format -> sha256) were drawn from ``digest``."""
-    atomic_write_text(sidecar_path(out_base),
-                      json.dumps({"inputs": digest, "files": files}, sort_keys=True, indent=1) + "\n")
+    lines = [f"inputs {digest}", *(f"{ext} {files[ext]}" for ext in FORMATS if ext in files)]
+    atomic_write_text(sidecar_path(out_base), "\n".join(lines) + "\n")

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from dpexp.experiments import committed
-from dpexp.experiments.committed import row_key, write_table
+from dpexp.experiments.catalog import resolve
+from dpexp.experiments.committed import SharedReads, committed_payloads, row_key, write_table
 from dpexp.experiments.noise import row_noise
 from dpexp.paths import project_root
 
@@ -87,3 +88,18 @@ def test_the_index_counts_the_same_cells(tmp_path):
     plain = _plain(out)
     assert index is not None and index["cells"] == len(plain)
     assert index["rows"] == sum(len(r) for r in plain.values())
+
+
+def test_a_table_two_specs_read_is_read_once_and_let_go(monkeypatch):
+    """fletcher-fig13 shows fletcher-fig11's cells: a report reads that table once for both."""
+    reads = []
+    real = committed._read_rows
+    monkeypatch.setattr(committed, "_read_rows", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    shared = SharedReads(uses={"fletcher-fig11": 2, "dpboost-fig2": 1})
+    own = committed_payloads(resolve("fletcher-fig11"), "paper", RESULTS, shared=shared)
+    shown = committed_payloads(resolve("fletcher-fig13"), "paper", RESULTS, shared=shared)
+    assert len(reads) == 1 and own and shown
+    assert shown == committed_payloads(resolve("fletcher-fig13"), "paper", RESULTS)
+    assert not shared._held  # let go after its last reader
+    committed_payloads(resolve("dpboost-fig2"), "paper", RESULTS, shared=shared)
+    assert len(reads) == 3 and not shared._held  # one reader: never held
