@@ -349,14 +349,16 @@ def committed_payloads(
     if not groups:
         return []
     if seeds is None:
-        seeds = sorted({int(r["seed"]) for rows in groups.values() for r in rows})
+        # every row of a cell has the cell's seed (it is part of the key)
+        seeds = sorted({int(rows[0]["seed"]) for rows in groups.values()})
     seeds = [int(s) for s in seeds]
     at = spec.at_scale(scale)
     out, grid_keys = [], set()
     for seed in seeds:
         for cell in expand(spec, scale, seed):
-            grid_keys.add(cell.view_key)
-            rows = groups.get(cell.view_key)
+            view_key = cell.view_key  # canonical JSON, made once a cell
+            grid_keys.add(view_key)
+            rows = groups.get(view_key)
             if rows is not None:
                 out.append({"key": cell.key, "cell": cell.to_dict(), "rows": rows,
                             "committed": True, "grid": True})
