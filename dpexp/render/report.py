@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.catalog import all_specs
+from dpexp.experiments.committed import SharedReads
 from dpexp.experiments.completion import Availability
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
 from dpexp.experiments.stale import NUMBER_CHANGES
@@ -172,11 +174,13 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
     id)`` is called before each of the n experiments is rendered."""
     available = Availability()
     specs = sorted(all_specs().values(), key=lambda s: _natural(s.id))
+    # a table shown by several artefacts (cells_from) is read once for them all
+    shared = SharedReads(uses=dict(Counter(s.cells_id for s in specs)))
     sections = []
     for i, s in enumerate(specs):
         if progress is not None:
             progress(i, len(specs), s.id)
-        sections.append(build_section(s, results_dir, figures_dir, scale, available))
+        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared))
     judge_sections(sections)
     env = report_environment(results_dir)
     env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"

@@ -13,7 +13,7 @@ import pandas as pd
 
 from dpexp.errors import DpexpError
 from dpexp.experiments.cells import expand
-from dpexp.experiments.committed import table_path
+from dpexp.experiments.committed import SharedReads, table_path
 from dpexp.experiments.completion import Availability, Completion, completion, missing_packages
 from dpexp.experiments.results import cached_results
 from dpexp.experiments.schema import CELL_COLUMNS
@@ -83,14 +83,16 @@ def _names(datasets: list[DatasetRef]) -> list[str]:
 
 
 def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None,
-                  available: Availability | None = None) -> Section:
-    """Render ``spec`` at the best cached scale and collect what the report shows of it."""
+                  available: Availability | None = None,
+                  shared: SharedReads | None = None) -> Section:
+    """Render ``spec`` at the best cached scale and collect what the report shows of it
+    (``shared``: the report's committed tables read by several specs, read once)."""
     available = available or Availability()
     problem = ""
     for s in _scales(results_dir, spec, scale):
         at = spec.at_scale(s)
         try:
-            res = cached_results(at, s, results_dir, current_only=True)
+            res = cached_results(at, s, results_dir, current_only=True, shared=shared)
             rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
                                     missing=len(res.missing), done=res.n_cells)
         except NothingCachedError:
