@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Annotated
 
@@ -76,9 +77,10 @@ def list_experiments(
                   c["smoke"]["text"], c["paper"]["text"])
     out.print(t)
     missing = sorted({d for r in rows for c in r["cells"].values() for d in c["datasets_missing"]})
-    out.print(f"cells: {COMPLETION_HEADER} = finished / this machine can have / in the paper's "
+    legend = (f"cells: {COMPLETION_HEADER} = finished / this machine can have / in the paper's "
               "grid; +N finished outside the grid (other seeds, overrides, peers' columns)"
-              + (f". Datasets not here: {', '.join(missing)}" if missing else ""), highlight=False)
+              + (f". Datasets not here: {', '.join(missing)}." if missing else ""))
+    out.print(escape(textwrap.fill(legend, width=min(out.width, 100))), highlight=False)
     for stem, msg in broken.items():
         err.print(f"[yellow]broken spec[/] {escape(stem)}: {escape(msg)}", highlight=False)
 
