@@ -7,7 +7,7 @@ SEED ?= 0
 RUN_ARGS ?=
 EXPERIMENTS = $(shell $(PYTHON) -m dpexp.cli list --json 2>/dev/null | $(PYTHON) -c "import json,sys; print(' '.join(r['id'] for r in json.load(sys.stdin)))")
 
-.PHONY: help install install-test test lint demo plan-all reproduce-smoke reproduce-all bench clean-results
+.PHONY: help install install-test test lint demo plan-all reproduce-smoke reproduce-all reproduce-shard bench clean-results
 
 help:
 	@echo "make demo             install and run the default experiment (synthetic data, smoke scale)"
@@ -15,6 +15,7 @@ help:
 	@echo "make reproduce-smoke  run every experiment at smoke scale (minutes), then render"
 	@echo "make plan-all         cells, cached cells and estimated wall time of every experiment (paper scale)"
 	@echo "make reproduce-all    print that plan, then run every experiment at paper scale (resumable)"
+	@echo "make reproduce-shard SHARD=K/N  shard K of N of every experiment at paper scale (cells only)"
 	@echo "make bench            run the benchmarks in bench/ (prints ratios vs references)"
 	@echo "make lint             ruff"
 
@@ -45,6 +46,15 @@ reproduce-all: install
 	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) --skip-unavailable $(RUN_ARGS) || exit $$?; \
 	done
 	dpexp report --scale paper
+
+# One machine's share of reproduce-all (README, "Paper scale on several machines"): caches
+# shard K of N of every experiment; `make reproduce-all` on the merged caches then writes
+# the tables, figures and report without computing anything.
+reproduce-shard: install
+	@test -n "$(SHARD)" || { echo "give SHARD=K/N, e.g. make reproduce-shard SHARD=1/4"; exit 2; }
+	@for e in $(EXPERIMENTS); do \
+	  dpexp run $$e --scale paper --jobs $(JOBS) --seed $(SEED) --skip-unavailable --shard $(SHARD) $(RUN_ARGS) || exit $$?; \
+	done
 
 plan-all: install
 	dpexp plan --all --scale paper --jobs $(JOBS) --seed $(SEED)

@@ -81,6 +81,18 @@ class CorruptCellWarning(DpexpWarning):
     written, rows missing): skipped, or moved aside and recomputed by ``dpexp run``."""
 
 
+class CellConflictWarning(DpexpWarning):
+    """A cached cell whose numbers differ from the committed table's and that this code did
+    not compute: the committed values stand (:mod:`dpexp.experiments.reconcile`)."""
+
+
+class PrivacyLeakWarning(DpexpWarning):
+    """A fit released something of the private data that no accountant charged, so it is
+    not differentially private (diffprivlib's warning of the same name, for the same
+    thing): e.g. a scikit-learn scaler that learned its bounds from the data, ahead of a
+    DP estimator in a ``Pipeline``."""
+
+
 class RunWaitsWarning(DpexpWarning):
     """Another run is computing the same experiment in the same results directory: this one
     waits for it, then computes only what is left."""

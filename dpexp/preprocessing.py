@@ -25,7 +25,9 @@ accountant charges. :class:`PublicDomainPipeline` then warns with
 so ``warnings.simplefilter("error", DataDependentWarning)`` turns it into an error), does
 not pass a domain on (the estimator falls back on the data's, with its own warning), and
 marks the final estimator's ledger not DP (``accountant_.is_dp`` is False, with the
-reason). A plain ``sklearn.pipeline.Pipeline`` cannot see this: use
+reason). A plain ``sklearn.pipeline.Pipeline`` around a dpexp DP estimator gets the same
+warning and mark from the estimator's own ``fit``
+(:func:`dpexp.privacy.public.check_enclosing_pipeline`), but passes no domain on: use
 :class:`PublicDomainPipeline` for DP estimators. Stateless transformers that read nothing
 from the data can declare it with the attribute ``dp_stateless = True`` (their output
 domain is then unknown, so no domain is passed on, but nothing is marked).
@@ -43,7 +45,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpexp.privacy.accountant import Accountant
 from dpexp.privacy.bounds import dp_feature_domain
 from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.public import DataDependentWarning
+from dpexp.privacy.public import DataDependentPreprocessingWarning
 from dpexp.privacy.randomness import estimator_streams
 
 __all__ = [
@@ -54,10 +56,6 @@ __all__ = [
     "PublicMinMaxScaler",
     "make_public_pipeline",
 ]
-
-
-class DataDependentPreprocessingWarning(DataDependentWarning):
-    """A pipeline step computed uncharged statistics of the private data (not DP)."""
 
 
 def _domain(feature_domain, n_features: int | None = None) -> np.ndarray:
@@ -178,6 +176,10 @@ class PublicDomainPipeline(Pipeline):
     final estimator's ``accountant_`` marked not DP. Fit parameters are not routed
     (``fit(X, y)`` only).
     """
+
+    #: It warns about (and marks) its leaking steps itself; the check every private fit
+    #: makes of a plain ``Pipeline`` around it leaves it alone (one warning, not two).
+    reports_preprocessing_leaks = True
 
     def fit(self, X, y=None, **params):
         if params:

@@ -15,7 +15,13 @@ Algorithms, procedures and end-to-end audit targets are all read from the manife
 this one loader. A manifest stays cheap to import: an :class:`AlgorithmInfo` names its
 estimator classes as ``"module:Class"`` strings, procedures and audit targets are
 ``"module:attribute"`` strings resolved on first use, so listing algorithms imports no
-numba-heavy module.
+numba-heavy module. For the same reason an :class:`AlgorithmInfo` declares
+``param_names``, the names of the parameters its estimator classes accept (the union of
+their ``get_params()`` over its tasks): applying a spec's scale overrides (and so
+``dpexp list``) reads them from the manifest instead of importing every estimator, and with
+it scikit-learn, numba and scipy. An algorithm that declares none (a plugin may leave them
+out) has them read from its classes by :func:`accepted_params`; ``tests/test_registry.py``
+checks every declaration against the classes, so one cannot drift from them.
 
 An estimator used by the runner must follow scikit-learn conventions (``fit(X, y)``,
 ``predict``, ``get_params``), accept ``random_state`` and, when ``private`` is true,
@@ -101,6 +107,15 @@ class AlgorithmInfo:
     requires: tuple[str, ...] = ()
     #: Its tree-count and depth parameters.
     tree_params: TreeParams = field(default_factory=TreeParams)
+    #: The names of the parameters its estimator classes accept, over every task (the union
+    #: of their ``get_params()``), so that :func:`accepted_params` imports no estimator
+    #: module; empty: read from the classes (see the module docstring).
+    param_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.param_names, str):  # a bare string would read as its letters
+            raise DpexpError(f"Algorithm {self.name!r}: param_names must be a tuple of names, "
+                             f"not the string {self.param_names!r}.")
 
     def estimator_class(self, task: str):
         if task not in self.targets:
@@ -286,8 +301,12 @@ def get_algorithm(name: str) -> AlgorithmInfo:
 
 
 def accepted_params(name: str) -> set[str]:
-    """Parameter names any of ``name``'s estimator classes accepts."""
+    """Parameter names any of ``name``'s estimator classes accepts: its declared
+    ``param_names`` (no estimator module imported), or, when it declares none, the
+    ``get_params()`` of a default instance of each of its classes."""
     info = get_algorithm(name)
+    if info.param_names:
+        return set(info.param_names)
     out: set[str] = set()
     for task in info.targets:
         out |= set(info.estimator_class(task)().get_params())

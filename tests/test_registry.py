@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sklearn.dummy import DummyClassifier
 
 import dpexp
 from dpexp import registry
@@ -76,3 +77,56 @@ def test_declared_tree_parameters_are_parameters_of_the_estimator():
         declared = {p for p in (tp.trees, tp.per_ensemble, tp.depth) if p}
         assert declared <= accepted_params(name), (name, declared - accepted_params(name))
         assert tp.trees or not tp.per_ensemble, name  # ensembles of trees need a tree count
+
+
+def test_every_in_tree_algorithm_declares_its_parameter_names():
+    """Reading a spec's scales (``dpexp list``) takes the names from the manifest; an
+    in-tree algorithm without them would import its estimators (scikit-learn, numba)."""
+    in_tree = set(registry.in_tree_paper_modules())
+    for manifest in registry.paper_manifests():
+        if manifest.source not in in_tree:
+            continue  # a plugin may leave them out (the fallback reads its classes)
+        for info in manifest.algorithms:
+            assert info.param_names, info.name
+            assert len(set(info.param_names)) == len(info.param_names), (info.name, "a name twice")
+
+
+def _estimators_params(info: AlgorithmInfo) -> set[str]:
+    out: set[str] = set()
+    for task in info.targets:
+        out |= set(info.estimator_class(task)().get_params())
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(n for n, i in registry.all_algorithms().items() if i.param_names))
+def test_declared_parameter_names_are_the_estimators(name):
+    """A declaration equals the union of ``get_params()`` of the algorithm's classes, so it
+    cannot drift from them (a library's new parameter fails here, not silently)."""
+    info = registry.get_algorithm(name)
+    try:
+        actual = _estimators_params(info)
+    except ImportError:
+        missing = [p for p in info.requires if registry.import_failure(p)]
+        if not missing:
+            raise
+        pytest.skip(f"{name} needs {', '.join(missing)}")
+    declared = set(info.param_names)
+    assert declared == actual, {"undeclared": sorted(actual - declared),
+                                "not accepted": sorted(declared - actual)}
+
+
+def test_accepted_params_reads_a_declaration_and_falls_back_to_the_classes(monkeypatch):
+    declared = AlgorithmInfo("zz_declared", {"classification": "dpexp_no_such_module:Estimator"},
+                             False, "fake", "declares its names", param_names=("alpha", "beta"))
+    undeclared = AlgorithmInfo("zz_undeclared", {"classification": "sklearn.dummy:DummyClassifier"},
+                               False, "fake", "declares none")
+    monkeypatch.setattr(registry, "EXTRA_PAPERS",
+                        [PaperManifest(paper="fake", algorithms=[declared, undeclared])])
+    # the declaration is read without importing the (here nonexistent) estimator module
+    assert registry.accepted_params("zz_declared") == {"alpha", "beta"}
+    assert registry.accepted_params("zz_undeclared") == set(DummyClassifier().get_params())
+
+
+def test_parameter_names_as_one_string_are_refused():
+    with pytest.raises(dpexp.errors.DpexpError, match="tuple of names"):
+        AlgorithmInfo("zz_bad", {}, False, "fake", "a string of names", param_names="n_trees")

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from dpexp.cli import algorithms, audit, cluster, datasets, experiments, render, run
+from dpexp.cli import algorithms, audit, cluster, datasets, experiments, leaderboard, render, run
 from dpexp.cli._common import OneLineErrors, guarded
 
 __all__ = ["app", "guarded", "main"]
@@ -53,6 +53,7 @@ app.command()(run.plan)
 app.command()(render.report)
 app.command("algorithms")(algorithms.list_algorithms)
 app.command()(audit.audit)
+app.command()(leaderboard.leaderboard)
 app.add_typer(datasets.app, name="datasets")
 app.add_typer(cluster.app, name="cluster")
 

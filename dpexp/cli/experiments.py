@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Annotated
 
@@ -14,28 +15,28 @@ from dpexp.cli._common import ResultsDir, dirs, err, guarded, out
 from dpexp.errors import SpecError, UnknownNameError
 
 
-def _cell_counts(spec, rdir: Path) -> dict[str, dict[str, int]]:
-    """Per scale: cells of the spec's grid (seed 0), how many of them are done, and every
-    done cell (all seeds and overrides), from the cache and the committed results alike
-    (the same cells as ``results``/``render``/``report``: ``results.cached_keys``), as
-    cell digests; a committed table's come from its index when it matches the table."""
+def _cell_counts(spec, rdir: Path, available) -> dict[str, dict]:
+    """Per scale, the grid's cells done / here / grid (:mod:`dpexp.experiments.completion`,
+    the definition ``plan`` and ``report`` use) and the finished cells outside the grid,
+    from the cache and the committed results alike, as cell digests (a committed table's
+    from its index when it matches the table: no table is read to count)."""
     # lazy: committed imports pandas (~0.25 s), which the other commands of this module skip
     from dpexp.experiments.cells import expand
     from dpexp.experiments.committed import cached_digests, committed_digests
+    from dpexp.experiments.completion import completion, missing_packages
 
     counts = {}
     for sc in ("smoke", "paper"):
         scaled = spec.at_scale(sc)
-        grid = {c.view_digest for c in expand(scaled, sc)}
+        cells = expand(scaled, sc)
+        grid = {c.view_digest for c in cells}
         done = cached_digests(scaled, sc, rdir) | committed_digests(scaled, sc, rdir)
-        counts[sc] = {"grid": len(grid), "grid_cached": len(grid & done), "cached": len(done)}
+        c = completion(cells, lambda cell, d=done: cell.view_digest in d, available,
+                       missing_packages(scaled), outside=len(done - grid))
+        counts[sc] = {"done": c.done, "here": c.here, "grid": c.grid, "outside": c.outside,
+                      "datasets_missing": list(c.datasets_missing),
+                      "packages_missing": list(c.packages_missing), "text": c.text()}
     return counts
-
-
-def _done(c: dict[str, int]) -> str:
-    """``grid cells done/grid``, and ``+N`` cells outside the grid (other seeds, overrides)."""
-    extra = c["cached"] - c["grid_cached"]
-    return f"{c['grid_cached']}/{c['grid']}" + (f" +{extra}" if extra else "")
 
 
 @guarded
@@ -46,17 +47,20 @@ def list_experiments(
     """Every experiment with its paper, artefact, size and cached cells."""
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.catalog import load_catalog
+    from dpexp.experiments.completion import COMPLETION_HEADER, Availability
 
     rdir, _ = dirs(results_dir, None)
     catalog = load_catalog()
+    available = Availability()
     rows = []
     for s in catalog.specs.values():
-        counts = _cell_counts(s, rdir)
+        counts = _cell_counts(s, rdir, available)
         rows.append({
             "id": s.id, "aliases": s.aliases, "paper": s.paper, "artefact": s.artefact,
             "caption": s.caption, "datasets": [d.key for d in s.datasets],
             "algorithms": [a.label for a in s.algorithms],
-            "cached_scales": [sc for sc, c in counts.items() if c["cached"]], "cells": counts,
+            "cached_scales": [sc for sc, c in counts.items() if c["done"] or c["outside"]],
+            "cells": counts,
         })
     broken = {stem: str(exc) for stem, exc in catalog.errors.items()}
     if as_json:
@@ -64,13 +68,19 @@ def list_experiments(
         return
     # Narrow columns (counts, not lists) so the table reads at 80 columns; `dpexp show
     # EXP` has the datasets and algorithms.
-    t = Table("experiment", "artefact", "data x algos", "done smoke / paper", box=None, pad_edge=False)
+    t = Table("experiment", "artefact", "data x algos", f"smoke: {COMPLETION_HEADER}",
+              f"paper: {COMPLETION_HEADER}", box=None, pad_edge=False)
     for r in rows:
         name = r["id"] + (f" ({', '.join(r['aliases'])})" if r["aliases"] else "")
         c = r["cells"]
         t.add_row(escape(name), escape(r["artefact"]), f"{len(r['datasets'])} x {len(r['algorithms'])}",
-                  f"{_done(c['smoke'])} / {_done(c['paper'])}")
+                  c["smoke"]["text"], c["paper"]["text"])
     out.print(t)
+    missing = sorted({d for r in rows for c in r["cells"].values() for d in c["datasets_missing"]})
+    legend = (f"cells: {COMPLETION_HEADER} = finished / this machine can have / in the paper's "
+              "grid; +N finished outside the grid (other seeds, overrides, peers' columns)"
+              + (f". Datasets not here: {', '.join(missing)}." if missing else ""))
+    out.print(escape(textwrap.fill(legend, width=min(out.width, 100))), highlight=False)
     for stem, msg in broken.items():
         err.print(f"[yellow]broken spec[/] {escape(stem)}: {escape(msg)}", highlight=False)
 

@@ -49,6 +49,19 @@ def _check_instant(value: str | None) -> str | None:
     return value
 
 
+def _check_shard(value: str | None) -> str | None:
+    """``--shard K/N``: checked as typer checks its own options, before any work."""
+    # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.config import parse_shard
+
+    if value is not None:
+        try:
+            parse_shard(value)
+        except DpexpError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 def _run_jobs(value: int) -> int:
     """``--jobs`` of run: a worker count, or -1 for every core (joblib's convention)."""
     if value == 0 or value < -1:
@@ -77,12 +90,14 @@ def run(
     skip_unavailable: Annotated[bool, typer.Option("--skip-unavailable", help="Leave out, with a note, datasets this machine cannot get (no network or mirror serving them, user-supplied files not supplied) instead of failing; a corrupted download still fails.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (a bar on a terminal, else a line every 30 s).")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Run a grid of more than 100,000 cells (refused without it).")] = False,
+    shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", callback=_check_shard, help="Compute only shard K of N (1-based, e.g. 2/4): the grid split alike on every machine, longest cells first by the committed tables' times; writes no table or figure. After the last shard, `dpexp run` on the union of the shards' caches writes them (README: paper scale on several machines).")] = None,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments import runner as _runner
     from dpexp.experiments.catalog import resolve
-    from dpexp.experiments.cells import check_grid_size
+    from dpexp.experiments.cells import check_grid_size, unsupported_notes
+    from dpexp.experiments.config import parse_shard
     from dpexp.experiments.environment import check_writable
     from dpexp.experiments.spec import select
 
@@ -94,13 +109,17 @@ def run(
     spec = select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
                   parse_epsilons(epsilons))
     check_grid_size(spec, yes)
+    skipped_tasks = unsupported_notes(spec)  # e.g. a classification-only method on regression data
+    if skipped_tasks:  # one line per run, however many series or datasets
+        err.print(f"note: {escape('; '.join(skipped_tasks))}", highlight=False)
     # Outputs must be writable before hours of computing, not after.
     check_writable(rdir, "results directory")
-    if not no_render:
+    if not no_render and shard is None:
         check_writable(fdir, "figures directory")
     cfg = _runner.RunConfig(results_dir=rdir, scale=scale, seed=seed, jobs=jobs, backend=backend,
                             scheduler=scheduler, force=force, recompute_before=before, progress=not quiet,
-                            require_optional=require_optional, full_ledger=ledger)
+                            require_optional=require_optional, full_ledger=ledger,
+                            shard=parse_shard(shard) if shard is not None else None)
     for note in _runner.drop_unavailable(spec, require_optional)[1]:  # checked before the run
         err.print(f"note: {escape(note)}", highlight=False)
     if skip_unavailable:
@@ -114,23 +133,33 @@ def run(
     rep = _runner.run_experiment(spec, cfg)
     shared = (f" ({rep.shared} the same cell as another series or experiment: computed once)"
               if rep.shared else "")
-    out.print(
-        f"{spec.id} ({scale}, seed {seed}): {rep.total} cells, {rep.computed} computed, "
-        f"{rep.cached} from cache{shared}, "
-        f"{rep.seconds:.1f}s; results (every cached cell): {rep.results_path}",
-        highlight=False,
-    )
+    if cfg.shard is not None:
+        out.print(
+            f"{spec.id} ({scale}, seed {seed}, shard {cfg.shard}): {rep.total} of the grid's "
+            f"{rep.grid_total} cells, {rep.computed} computed, {rep.cached} from cache{shared}, "
+            f"{rep.seconds:.1f}s; cached in {rdir / 'cache'}. No table or figure from one shard: "
+            f"after the last, `dpexp run {full.id} --scale {scale}` on the union of the shards' "
+            "caches writes them.", highlight=False)
+    else:
+        out.print(
+            f"{spec.id} ({scale}, seed {seed}): {rep.total} cells, {rep.computed} computed, "
+            f"{rep.cached} from cache{shared}, "
+            f"{rep.seconds:.1f}s; results (every cached cell): {rep.results_path}",
+            highlight=False,
+        )
     if rep.stale:
         err.print(f"note: {escape(rep.stale)}", highlight=False)
     if ledger:
         _write_ledgers(rep.spec, scale, rdir, seed)
-    if not no_render:
+    if not no_render and cfg.shard is None:
         # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
         from dpexp.render.render import render_experiment
 
         # render every cached cell of the experiment (not only this run's), so a run with
-        # overrides adds to the figures and tables instead of replacing them
-        r = render_experiment(full.at_scale(scale), scale, rdir, fdir)
+        # overrides adds to the figures and tables instead of replacing them; under the
+        # run lock, so the figure written last is drawn from every finished run's cells
+        with _runner.experiment_lock(rdir, spec.cells_id, scale, then="renders every cell"):
+            r = render_experiment(full.at_scale(scale), scale, rdir, fdir)
         for f in r.files:
             out.print(f"  wrote {f}", highlight=False)
 
@@ -175,7 +204,7 @@ def plan(
     the experiments that have one of them.
     """
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
-    from dpexp.experiments.cells import check_grid_size
+    from dpexp.experiments.cells import check_grid_size, unsupported_notes
     from dpexp.experiments.plan import make_plans
 
     if all_ == (experiment is not None):
@@ -185,6 +214,9 @@ def plan(
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
     for spec in selected:
         check_grid_size(spec, yes)
+        skipped_tasks = unsupported_notes(spec)
+        if skipped_tasks and not as_json:
+            err.print(f"note: {spec.id}: {escape('; '.join(skipped_tasks))}", highlight=False)
     plans = make_plans(selected, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate)
     if as_json:
         typer.echo(json.dumps(_plan_json(plans, skipped) if all_ else plans[0].to_dict(), indent=2))
@@ -245,12 +277,16 @@ def _plan_json(plans, skipped: list[str]) -> dict:
 
 def _print_plan(p) -> None:
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
+    from dpexp.experiments.completion import COMPLETION_HEADER
     from dpexp.experiments.plan import format_seconds
 
     unknown = f" (+ {p.unestimated_cells} cells not estimated)" if p.unestimated_cells else ""
     out.print(f"{p.experiment} ({p.scale}, seed {p.seed}): {p.cells} cells, {p.cached} cached, "
               f"{p.todo} to compute; estimate {format_seconds(p.estimated_seconds)} "
               f"with {p.jobs} job(s){unknown}; {p.basis()}", highlight=False)
+    c = p.completion
+    why = f"; {c.why_not_here()}" if c.why_not_here() else ""
+    out.print(f"  cells ({COMPLETION_HEADER}): {c.text()}{escape(why)}", highlight=False)
     if p.cached:
         out.print(f"  done: {p.cached} cells took {format_seconds(p.done_seconds)} with {p.jobs} "
                   f"job(s) ({_timing_basis(p.done_timed, p.done_fit_only, p.cached)}); typical "

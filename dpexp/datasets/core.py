@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,7 +12,8 @@ import scipy.sparse as sp
 
 from dpexp.datasets import download
 from dpexp.datasets.generated import load_or_draw
-from dpexp.datasets.parsers import PARSERS, Parsed, generate_synthetic
+from dpexp.datasets.parsed import Parsed, check_shape
+from dpexp.datasets.parsers import PARSERS, generate_synthetic
 from dpexp.datasets.registry import DatasetInfo, get_dataset_info
 from dpexp.errors import DatasetError
 
@@ -184,8 +187,9 @@ def _label_domain(info: DatasetInfo, y, y_test) -> tuple[tuple[float, float] | N
     return (float(np.min(ys)), float(np.max(ys))), OBSERVED
 
 
-def _label_codes(info: DatasetInfo, y: np.ndarray) -> np.ndarray:
-    """Codes 0..k-1 of ``y`` in the declared class list; a label outside it is an error."""
+def _label_codes(info: DatasetInfo, y: np.ndarray, origin: Callable[[int], tuple[Path, int]] | None = None) -> np.ndarray:
+    """Codes 0..k-1 of ``y`` in the declared class list; a label outside it is an error
+    (naming the file and line of its first row where the parser says where rows came from)."""
     declared = list(info.classes or ())
     numeric = np.issubdtype(np.asarray(y).dtype, np.number)
     keys = [float(c) for c in declared] if numeric else [str(c) for c in declared]
@@ -195,17 +199,23 @@ def _label_codes(info: DatasetInfo, y: np.ndarray) -> np.ndarray:
     unknown = [u for u in uniq if (float(u) if numeric else u) not in lookup]
     if unknown:
         shown = [format(u, "g") if numeric else u for u in unknown[:5]]
+        where = ""
+        if origin is not None:
+            path, line = origin(int(np.flatnonzero(np.isin(values, unknown))[0]))
+            where = f" (first at {path}, line {line})"
         raise DatasetError(
             f"Dataset {info.name!r}: label(s) {shown} are not in the "
-            f"declared classes {declared} of datasets.yaml; the file or the declaration is wrong."
+            f"declared classes {declared} of datasets.yaml{where}; the file or the declaration is wrong."
         )
     table = {u: lookup[float(u) if numeric else u] for u in uniq}
     return np.fromiter((table[v] for v in values), dtype=np.int64, count=len(values))
 
 
-def _encode_labels(info: DatasetInfo, y, y_test):
-    codes = _label_codes(info, y)
-    test_codes = None if y_test is None else _label_codes(info, y_test)
+def _encode_labels(info: DatasetInfo, parsed: Parsed, y, y_test):
+    origin = parsed.row_origin
+    codes = _label_codes(info, y, origin)
+    test_origin = None if origin is None else (lambda i: origin(i + len(y)))
+    test_codes = None if y_test is None else _label_codes(info, y_test, test_origin)
     return codes, test_codes, [str(c) for c in info.classes or ()]
 
 
@@ -276,23 +286,6 @@ def _parse(info: DatasetInfo, params: dict, max_rows: int | None, mirror: str | 
     return PARSERS[info.parser](paths, info.options), info.rows
 
 
-def _check_shape(info: DatasetInfo, parsed: Parsed, expected_rows: int | None) -> None:
-    name, X = info.name, parsed.X
-    if expected_rows is not None and X.shape[0] != expected_rows:
-        raise DatasetError(
-            f"Dataset {name!r}: loaded {X.shape[0]} rows but the registry expects "
-            f"{expected_rows}; the file may be a different version. Delete it from the data "
-            f"directory and download again."
-        )
-    if info.features is not None and X.shape[1] != info.features:
-        raise DatasetError(
-            f"Dataset {name!r}: loaded {X.shape[1]} features but the registry expects {info.features}."
-        )
-    if info.test_rows is not None and (parsed.X_test is None or parsed.X_test.shape[0] != info.test_rows):
-        got = None if parsed.X_test is None else parsed.X_test.shape[0]
-        raise DatasetError(f"Dataset {name!r}: test part has {got} rows, expected {info.test_rows}.")
-
-
 def load_dataset(
     name: str,
     params: dict | None = None,
@@ -315,13 +308,13 @@ def load_dataset(
     info = get_dataset_info(name)
     params = dict(params or {})
     parsed, expected_rows = _parse(info, params, max_rows, mirror, progress)
-    _check_shape(info, parsed, expected_rows)
+    check_shape(info, parsed, expected_rows)
     X, y, y_test = parsed.X, np.asarray(parsed.y), parsed.y_test
     parts = [X] if parsed.X_test is None else [X, parsed.X_test]
     categorical, n_cat, cat_declared = _categories(info, parsed, parts)
     classes = class_names = None
     if info.task == "classification":
-        y, y_test, class_names = _encode_labels(info, y, y_test)
+        y, y_test, class_names = _encode_labels(info, parsed, y, y_test)
         classes = np.arange(len(class_names))
     else:
         y = y.astype(np.float64)

@@ -4,8 +4,11 @@
 ``http(s)://`` base URL holding ``<mirror>/<mirror_path>`` (``<dataset>/<file>``).
 Files are verified against the registry's sha256; a mismatch deletes nothing that was
 already verified and raises :class:`~dpexp.errors.DatasetError` with the path and how to
-retry. Files without a published checksum are trusted on first use: the hash of the first
-download is recorded next to the file and enforced afterwards.
+retry. Files without a published checksum are trusted on first use, but only once the
+first download has been decompressed, parsed and found to have the registry's row and
+feature counts: then its hash is recorded next to the file (with those counts) and enforced
+afterwards. A first download that does not parse (truncated, corrupt) is deleted with a
+one-line :class:`~dpexp.errors.DatasetError`, and nothing is recorded.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pooch
 
+from dpexp.datasets.parsed import check_shape
+from dpexp.datasets.parsers import PARSERS
 from dpexp.datasets.registry import DatasetInfo, FileInfo
 from dpexp.errors import DatasetError, DatasetUnavailableError
 from dpexp.paths import data_dir
@@ -110,10 +116,10 @@ def fetch_file(
     """Return the local path of ``f``, downloading and verifying it if needed."""
     target_dir = (root or data_dir()) / info.name
     target = target_dir / f.name
-    tofu = target_dir / f".{f.name}.sha256"
+    tofu = _record_path(target)
     mirror = mirror_setting(mirror)
     if f.sha256 is None and target.exists() and tofu.exists():
-        if sha256_of(target) != tofu.read_text().strip():
+        if sha256_of(target) != _read_record(tofu)[0]:
             raise DatasetError(
                 f"Dataset {info.name!r}: {target} no longer matches the checksum recorded at "
                 f"its first download ({tofu}). Delete both files and run "
@@ -159,16 +165,6 @@ def fetch_file(
             f"to a folder or http(s) URL holding <dataset>/<file> (e.g. {info.name}/{f.name}), then "
             f"retry `dpexp datasets download {info.name}`."
         ) from None
-    if f.sha256 is None:
-        digest = sha256_of(path)
-        tofu.write_text(digest + "\n")
-        import warnings
-
-        warnings.warn(
-            f"{info.name}/{f.name}: no published checksum; recorded sha256 {digest} of the "
-            f"first download and will enforce it from now on.",
-            stacklevel=2,
-        )
     return path
 
 
@@ -187,10 +183,58 @@ def _stale_copy_note(target: Path, expected: str | None) -> str:
 
 
 def fetch_dataset(info: DatasetInfo, *, mirror: str | None = None, progress: bool = True) -> list[Path]:
-    """Fetch every file of a downloadable dataset."""
+    """Fetch every file of a downloadable dataset; a file without a published checksum is
+    parsed and its shape checked before its hash is recorded (:func:`_check_first_download`)."""
     if info.local_only is not None:
         return [local_only_path(info)]
-    return [fetch_file(info, f, mirror=mirror, progress=progress) for f in info.files]
+    paths = [fetch_file(info, f, mirror=mirror, progress=progress) for f in info.files]
+    unchecked = [p for f, p in zip(info.files, paths, strict=True)
+                 if f.sha256 is None and not _read_record(_record_path(p))[1]]
+    if unchecked:
+        _check_first_download(info, paths, unchecked)
+    return paths
+
+
+def _record_path(target: Path) -> Path:
+    """Where the hash of a file without a published checksum is recorded."""
+    return target.parent / f".{target.name}.sha256"
+
+
+def _read_record(record: Path) -> tuple[str | None, bool]:
+    """(recorded sha256, whether the file was parsed and its shape checked when recorded).
+    A record holding only a hash was written by a dpexp that did not parse the file first."""
+    if not record.exists():
+        return None, False
+    fields = record.read_text().split()
+    return (fields[0] if fields else None), len(fields) > 1
+
+
+def _check_first_download(info: DatasetInfo, paths: list[Path], unchecked: list[Path]) -> None:
+    """Decompress and parse the dataset, check its rows and features against the registry,
+    then record the hash of each file in ``unchecked``; if that fails, delete them (and any
+    record) and raise one line: a truncated file must never get a trusted hash."""
+    try:
+        parsed = PARSERS[info.parser](paths, info.options)
+        check_shape(info, parsed, info.rows)
+    except DatasetError as exc:
+        for path in unchecked:
+            path.unlink(missing_ok=True)
+            _record_path(path).unlink(missing_ok=True)
+        names = ", ".join(p.name for p in unchecked)
+        raise DatasetError(
+            f"Dataset {info.name!r}: the download of {names} (no published checksum) failed to "
+            f"parse, so it was deleted and no checksum was recorded: {str(exc).rstrip('.')}. "
+            f"Retry with `dpexp datasets download {info.name}`."
+        ) from None
+    for path in unchecked:
+        digest = sha256_of(path)
+        _record_path(path).write_text(f"{digest} rows={parsed.X.shape[0]} features={parsed.X.shape[1]}\n")
+        warnings.warn(
+            f"{info.name}/{path.name}: no published checksum; parsed it ({parsed.X.shape[0]} rows, "
+            f"{parsed.X.shape[1]} features, as the registry says) and recorded sha256 {digest}, "
+            f"enforced from now on.",
+            stacklevel=3,
+        )
 
 
 def local_only_path(info: DatasetInfo) -> Path:
@@ -212,16 +256,17 @@ def file_state(info: DatasetInfo, f: FileInfo) -> dict:
     (cached copy is truncated or corrupted), or ``unverified`` (cached, no checksum known).
     """
     path = data_dir() / info.name / f.name
-    expected = f.sha256
-    tofu = path.parent / f".{f.name}.sha256"
-    if expected is None and tofu.exists():
-        expected = tofu.read_text().strip()
+    expected, parsed_first = f.sha256, True
+    if expected is None:
+        expected, parsed_first = _read_record(_record_path(path))
     row = {"file": f.name, "path": str(path), "sha256": f.sha256, "url": f.url, "page": f.page,
            "mirror_path": f.mirror_path, "status": "missing", "detail": "not in the data directory"}
     if not path.exists():
         return row
-    if expected is None:
-        row.update(status="unverified", detail="cached; no checksum known yet")
+    if expected is None or not parsed_first:
+        row.update(status="unverified", detail="cached; no checksum known yet" if expected is None else
+                   "cached; its sha256 was recorded without parsing the file (an older dpexp): "
+                   "it is parsed and checked at the next download or load")
         return row
     got = sha256_of(path)
     if got == expected:

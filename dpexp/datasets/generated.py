@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpexp.datasets.parsers import Parsed
+from dpexp.datasets.parsed import Parsed
 from dpexp.paths import data_dir
 
 #: Draws of at least this many values (rows x features) are kept on disk.

@@ -1,8 +1,12 @@
 """Parsers: raw files -> (X, y, feature names, categorical mask, test split).
 
-* ``libsvm``: scikit-learn's svmlight loader; sparse stays sparse (CSR) for wide data.
-* ``csv``: UCI-style comma files with pandas; categorical columns become integer codes
-  0..k-1. Where the registry declares a column's categories (``options.categories``, from
+Every parser is strict (see :mod:`dpexp.datasets.parsed`): a malformed field is a
+:class:`DatasetError` naming file, line and column.
+
+* ``libsvm``: scikit-learn's svmlight loader (:mod:`dpexp.datasets.libsvm`); sparse stays
+  sparse (CSR) for wide data; NaN and inf are errors.
+* ``csv``: comma files read by :mod:`dpexp.datasets.csv_files`; columns are numeric unless
+  declared categorical, and categorical columns become integer codes 0..k-1. Where the registry declares a column's categories (``options.categories``, from
   the format's documentation, e.g. the UCI ``.names`` file), the codes follow that list and
   a value outside it is a :class:`DatasetError`; otherwise the codes run over the values
   found in the file (a data-derived schema, reported as ``observed``).
@@ -12,93 +16,72 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpexp.datasets.csv_files import RowOrigins, first_row_in, numeric_column, read_table
+from dpexp.datasets.libsvm import parse_libsvm
+from dpexp.datasets.parsed import Parsed, data_error
 from dpexp.datasets.weather import CATEGORICAL, FEATURE_NAMES, N_CATEGORIES, weather_temperature
 from dpexp.errors import DatasetError
 
-#: LIBSVM data wider than this stays sparse; narrower data is densified (float32).
-DENSE_MAX_FEATURES = 1000
-
-
-@dataclass
-class Parsed:
-    X: Any
-    y: np.ndarray
-    feature_names: list[str]
-    categorical: np.ndarray
-    X_test: Any = None
-    y_test: np.ndarray | None = None
-    #: Declared number of categories per feature (0 where the file's values decide).
-    n_categories: np.ndarray | None = None
-
-
-def parse_libsvm(paths: list[Path], options: dict) -> Parsed:
-    from sklearn.datasets import load_svmlight_file
-
-    n_features = options.get("n_features")
-    X, y = load_svmlight_file(str(paths[0]), n_features=n_features, dtype=np.float32)
-    X = X.tocsr()
-    if X.shape[1] <= DENSE_MAX_FEATURES:
-        X = X.toarray()
-    names = [f"f{i + 1}" for i in range(X.shape[1])]
-    return Parsed(X=X, y=y, feature_names=names, categorical=np.zeros(X.shape[1], bool))
-
-
-def _read_csv(path: Path, options: dict, skip: int = 0) -> pd.DataFrame:
-    header = 0 if options.get("header") else None
-    names = None if options.get("header") else options.get("columns")
-    return pd.read_csv(
-        path, header=header, names=names, skipinitialspace=True, skiprows=skip,
-        na_values=options.get("na_values"), keep_default_na=False, dtype=str,
-        skip_blank_lines=True,
-    )
-
 
 def parse_csv(paths: list[Path], options: dict) -> Parsed:
+    """Strict: see :mod:`dpexp.datasets.csv_files`. Columns are numeric unless declared
+    categorical (``options.categorical``: a list of columns, or ``all``); a field that does
+    not fit its column's declared type is an error naming file, line and column."""
     join = options.get("join")
-    frames = [_read_csv(paths[0], options)]
+    tables = [read_table(paths[0], options)]
     if join in ("concat", "train_test"):
-        skip = int(options.get("skip_rows_test", 0))
-        frames.append(_read_csv(paths[1], options, skip=skip))
-    for col in options.get("drop", []):
-        if col not in frames[0].columns:
-            raise DatasetError(f"column {col!r} to drop is not in the file")
-    frames = [df.drop(columns=options.get("drop", [])) for df in frames]
-    if options.get("drop_missing"):
-        frames = [df.dropna(how="any").reset_index(drop=True) for df in frames]
+        tables.append(read_table(paths[1], options, skip=int(options.get("skip_rows_test", 0))))
+    columns = list(tables[0].frame.columns)
+    for table in tables[1:]:
+        if list(table.frame.columns) != columns:
+            raise DatasetError(f"{table.path}: columns {list(table.frame.columns)} differ from "
+                               f"{columns} of {tables[0].path}")
+    drop = list(options.get("drop", []))
+    for col in drop:
+        if col not in columns:
+            raise DatasetError(f"{tables[0].path}: column {col!r} to drop is not in the file")
+    markers = bool(options.get("na_values"))
+    frames, kept = [], []
+    for table in tables:
+        df = table.frame.drop(columns=drop)
+        keep = np.ones(len(df), dtype=bool)
+        if options.get("drop_missing"):
+            keep = df.notna().all(axis=1).to_numpy()
+            df = df[keep].reset_index(drop=True)
+        frames.append(df)
+        kept.append(keep)
+    origins = RowOrigins.of(tables, kept)
     label = options.get("label")
     if label is None or label not in frames[0].columns:
-        raise DatasetError(f"label column {label!r} not found; columns: {list(frames[0].columns)}")
+        raise DatasetError(f"{tables[0].path}: label column {label!r} not found; columns: {list(frames[0].columns)}")
     full = pd.concat(frames, ignore_index=True)
     feature_cols = [c for c in full.columns if c != label]
-    cat_opt = options.get("categorical", [])
-    if cat_opt == "all":
-        cat_cols = set(feature_cols)
-    elif cat_opt == "auto":
-        cat_cols = {c for c in feature_cols if pd.to_numeric(full[c], errors="coerce").isna().any()}
-    else:
-        cat_cols = set(cat_opt)
+    cat_cols = _categorical_columns(options, feature_cols, tables[0].path)
     declared = _declared_categories(options, feature_cols, cat_cols)
     columns = []
     for c in feature_cols:
         if c in cat_cols:
-            columns.append(_category_codes(full[c], declared.get(c), c))
+            columns.append(_category_codes(full[c], declared.get(c), c, origins))
         else:
-            columns.append(pd.to_numeric(full[c], errors="coerce").to_numpy(np.float64))
+            columns.append(numeric_column(full[c], c, origins))
     n_declared = np.array([len(declared.get(c, ())) for c in feature_cols], dtype=np.int64)
     X = np.column_stack(columns) if columns else np.zeros((len(full), 0))
-    raw_y = full[label].str.strip() if full[label].dtype == object else full[label]
+    raw_y = full[label].str.strip()
+    missing_label = raw_y.isna().to_numpy() if markers else None
+    if missing_label is not None and missing_label.any():
+        raise origins.error(int(np.flatnonzero(missing_label)[0]), label,
+                            "missing label (a declared na_values marker)")
     label_map = options.get("label_map")
     if label_map:
         unknown = set(raw_y.unique()) - set(label_map)
         if unknown:
-            raise DatasetError(f"labels {sorted(unknown)} are not in the registry's label_map")
+            raise origins.error(first_row_in(raw_y, unknown), label,
+                                f"label(s) {sorted(unknown)[:5]} are not in the registry's label_map")
         y = raw_y.map(label_map).to_numpy()
     else:
         y = raw_y.to_numpy()
@@ -108,9 +91,25 @@ def parse_csv(paths: list[Path], options: dict) -> Parsed:
         return Parsed(
             X=X[:n_train], y=y[:n_train], feature_names=feature_cols, categorical=categorical,
             X_test=X[n_train:], y_test=y[n_train:], n_categories=n_declared,
+            row_origin=origins.origin,
         )
     return Parsed(X=X, y=y, feature_names=feature_cols, categorical=categorical,
-                  n_categories=n_declared)
+                  n_categories=n_declared, row_origin=origins.origin)
+
+
+def _categorical_columns(options: dict, feature_cols: list[str], path: Path) -> set[str]:
+    """The declared categorical columns: ``all`` or a list (none if absent). Types are
+    declared, never guessed from the values: one stray field must not retype a column."""
+    cat_opt = options.get("categorical", [])
+    if cat_opt == "all":
+        return set(feature_cols)
+    if not isinstance(cat_opt, list) or not all(isinstance(c, str) for c in cat_opt):
+        raise DatasetError(f"option 'categorical' must be 'all' or a list of column names, got {cat_opt!r}")
+    missing = [c for c in cat_opt if c not in feature_cols]
+    if missing:
+        raise DatasetError(f"{path}: declared categorical column(s) {missing} are not feature columns "
+                           f"of the file ({', '.join(feature_cols)})")
+    return set(cat_opt)
 
 
 def _declared_categories(options: dict, feature_cols: list[str], cat_cols: set[str]) -> dict[str, list[str]]:
@@ -126,17 +125,19 @@ def _declared_categories(options: dict, feature_cols: list[str], cat_cols: set[s
     return {c: [str(v) for v in vals] for c, vals in declared.items()}
 
 
-def _category_codes(column: pd.Series, declared: list[str] | None, name: str) -> np.ndarray:
+def _category_codes(column: pd.Series, declared: list[str] | None, name: str,
+                    origins: RowOrigins) -> np.ndarray:
     """Integer codes (NaN for missing): over the declared list, or over the file's values."""
     values = column.dropna()
     if declared is None:
         cats = sorted(values.unique())
     else:
-        unknown = sorted(set(values.unique()) - set(declared))
+        unknown = set(values.unique()) - set(declared)
         if unknown:
-            raise DatasetError(
-                f"column {name!r} has value(s) {unknown[:5]} outside the categories declared "
-                f"in the registry ({declared}); the file or the declaration is wrong"
+            raise origins.error(
+                first_row_in(column, unknown), name,
+                f"column {name!r} has value(s) {sorted(unknown)[:5]} outside the categories "
+                f"declared in the registry ({declared}); the file or the declaration is wrong"
             )
         cats = declared
     codes = pd.Categorical(column, categories=cats).codes.astype(np.float64)
@@ -145,14 +146,24 @@ def _category_codes(column: pd.Series, declared: list[str] | None, name: str) ->
 
 
 def parse_claves(paths: list[Path], options: dict) -> Parsed:  # noqa: ARG001
+    path = paths[0]
     rows = []
-    for line_no, line in enumerate(paths[0].read_text().splitlines(), 1):
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise data_error(path, f"not a text file ({exc})") from None
+    for line_no, line in enumerate(text.splitlines(), 1):
         tokens = line.split()
         if not tokens:
             continue
         if len(tokens) < 20:
-            raise DatasetError(f"claves file line {line_no}: expected 20 values, got {len(tokens)}")
+            raise data_error(path, f"expected 20 values, got {len(tokens)}", line=line_no)
+        for k, token in enumerate(tokens[:20]):
+            if token not in ("0", "1"):
+                raise data_error(path, f"{token!r} is not 0 or 1", line=line_no, column=str(k + 1))
         rows.append([int(t) for t in tokens[:20]])
+    if not rows:
+        raise data_error(path, "the file is empty: no data rows")
     arr = np.asarray(rows, dtype=np.int64)
     # 4 of the 10,800 rows have no class or two classes set; their label is undefined,
     # so they are dropped (10,796 rows; the paper's Table 3 lists 10,800).

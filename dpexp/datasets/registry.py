@@ -153,6 +153,8 @@ def parse_registry(raw: Any, source: str = "datasets.yaml") -> dict[str, Dataset
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise SpecError(f"{where}: key {key!r} must be a positive integer.")
         classes = _check_classes(entry.get("classes"), task, where)
+        if parser == "csv":
+            _check_csv_column_types(entry.get("options") or {}, where)
         _check_feature_domain(entry.get("feature_domain", "observed"), where)
         _check_label_domain(entry.get("label_domain"), task, where)
         out[name] = DatasetInfo(
@@ -191,6 +193,23 @@ def _check_classes(value: Any, task: str, where: str) -> tuple[Any, ...] | None:
     if len({str(v) for v in value}) != len(value):
         raise SpecError(f"{where}: key 'classes' has duplicate labels: {value}.")
     return tuple(value)
+
+
+def _check_csv_column_types(options: Any, where: str) -> None:
+    """``options.categorical`` of a CSV entry: ``all`` or a list of column names (absent:
+    every feature column is numeric). Types are declared, never guessed from the values,
+    so that one stray or empty field cannot turn a numeric column categorical."""
+    if not isinstance(options, dict):
+        raise SpecError(f"{where}: key 'options' must be a mapping.")
+    value = options.get("categorical", [])
+    if value == "all" or (isinstance(value, list) and all(isinstance(c, str) for c in value)):
+        return
+    hint = (" ('auto' guessed the type from the values, so one empty or stray field could "
+            "retype a whole column)") if value == "auto" else ""
+    raise SpecError(
+        f"{where}: key 'options.categorical' must be 'all' or a list of the categorical "
+        f"column names (every other feature column is numeric), got {value!r}{hint}."
+    )
 
 
 def _check_bounds(pair: Any, where: str) -> None:
@@ -249,7 +268,8 @@ def load_registry(path: Path | None = None) -> dict[str, DatasetInfo]:
 @functools.lru_cache(maxsize=8)
 def _parsed_registry(path: str, mtime_ns: int, size: int) -> dict[str, DatasetInfo]:  # noqa: ARG001
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        # the C loader where PyYAML has it: the same documents, ten times faster (dpexp list)
+        raw = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     return parse_registry(raw, source=Path(path).name)

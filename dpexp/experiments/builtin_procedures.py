@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 
 def dataset_summary(ctx) -> dict[str, float]:
     """Rows, features, positive-class share / label range of the loaded data (Table 1s)."""
+    # lazy: scipy (~0.2 s) loads in the worker that runs the cell, not in `dpexp list`
+    import scipy.sparse as sp
+
     ds = ctx.dataset
     X = ds.X
     out = {

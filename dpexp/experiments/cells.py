@@ -192,6 +192,33 @@ def dataset_task(dataset: Any) -> str | None:
         return None
 
 
+def supports(algo: AlgorithmRef, task: str | None) -> bool:
+    """Whether a series runs on a dataset of ``task``: a registered algorithm supports the
+    tasks its manifest maps to an estimator class (``AlgorithmInfo.targets``); a procedure,
+    or a dataset of unknown task, is not filtered here."""
+    return algo.name is None or task is None or task in get_algorithm(algo.name).targets
+
+
+def unsupported_notes(spec: ExperimentSpec) -> list[str]:
+    """One line per series of ``spec`` that the grid skips on some datasets because its
+    algorithm does not support their task, e.g. ``dp_stump: skipped 4 regression datasets
+    (abalone, ...): it supports classification only``."""
+    tasks = {d.key: dataset_task(d.name) for d in spec.datasets}
+    notes = []
+    for algo in spec.algorithms:
+        skipped = [d.key for d in spec.datasets if not supports(algo, tasks[d.key])]
+        if not skipped:
+            continue
+        kinds = sorted({str(tasks[k]) for k in skipped})
+        names = ", ".join(skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+        noun = "dataset" if len(skipped) == 1 else "datasets"
+        handles = " and ".join(get_algorithm(str(algo.name)).targets) or "no task"
+        who = algo.label if algo.label == algo.name else f"{algo.label} ({algo.name})"
+        notes.append(f"{who}: skipped {len(skipped)} {'/'.join(kinds)} {noun} ({names}): "
+                     f"it supports {handles} only")
+    return notes
+
+
 def uses_epsilon(algo: AlgorithmRef) -> bool:
     if algo.name is not None:
 
@@ -216,16 +243,24 @@ def count_cells(spec: ExperimentSpec) -> int:
     """The number of cells :func:`expand` gives for ``spec`` (at its scale), counted from
     the spec without making them (a 10^7-cell grid is refused before it fills memory)."""
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
-    per_dataset = 0
-    for algo in spec.algorithms:
-        points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
-        per_dataset += points * (len(spec.epsilons) if uses_epsilon(algo) else 1)
-    return len(spec.datasets) * per_dataset * spec.cv.repeats * n_folds
+    per_task: dict[str | None, int] = {}  # the series a dataset of each task runs
+    for task in {dataset_task(d.name) for d in spec.datasets}:
+        per_task[task] = 0
+        for algo in spec.algorithms:
+            if supports(algo, task):
+                points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
+                per_task[task] += points * (len(spec.epsilons) if uses_epsilon(algo) else 1)
+    per_dataset = sum(per_task[dataset_task(d.name)] for d in spec.datasets)
+    return per_dataset * spec.cv.repeats * n_folds
 
 
 def check_grid_size(spec: ExperimentSpec, yes: bool) -> int:
-    """The grid's cell count; a grid above :data:`LARGE_GRID` is an error unless ``yes``."""
+    """The grid's cell count; a grid above :data:`LARGE_GRID` is an error unless ``yes``, and
+    so is a grid left empty because no series supports the datasets' tasks."""
     n = count_cells(spec)
+    notes = unsupported_notes(spec)
+    if n == 0 and notes:
+        raise DpexpError(f"{spec.id}: no cell left to compute: {'; '.join(notes)}.")
     if n > LARGE_GRID and not yes:
         raise DpexpError(
             f"{spec.id} has {n:,} cells at this scale ({len(spec.datasets)} dataset(s) x "
@@ -236,7 +271,9 @@ def check_grid_size(spec: ExperimentSpec, yes: bool) -> int:
 
 
 def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
-    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``.
+    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``;
+    a series is left out on the datasets whose task its algorithm does not support
+    (:func:`unsupported_notes` says which).
 
     A spec with ``cells_from`` gets the cells of the spec it names (their experiment id, so
     their keys and numbers), restricted to its own grid."""
@@ -248,6 +285,8 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
         task = dataset_task(ds.name)
         metrics = tuple(sorted(spec.metrics_for(task))) if task else ()
         for algo in spec.algorithms:
+            if not supports(algo, task):  # a classification-only method on regression data
+                continue
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
             for params in grid_points(algo):
                 if any(is_per_task(v) for v in params.values()):

@@ -23,9 +23,11 @@ import io
 import json
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dpexp.experiments import cache
@@ -41,7 +43,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = [
-    "adopt_committed", "cached_digests", "committed_digests", "committed_payloads", "index_path",
+    "SharedReads", "adopt_committed", "cached_digests", "committed_digests", "committed_payloads", "index_path",
     "keep_committed_rows", "key_digest", "read_index", "row_key", "table_index", "table_path",
     "write_table", "write_table_text",
 ]
@@ -196,10 +198,14 @@ def _clean(value: Any) -> Any:
 
 def _read_rows(path: Path | io.BytesIO, compression: str | None = "infer",
                name: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Committed rows grouped by cell key."""
-    # lazy: dpexp.privacy imports scikit-learn (~1 s), which `dpexp list` never needs
-    from dpexp.experiments.noise import row_noise
+    """Committed rows grouped by cell key (in the table's order, cells by their first row).
 
+    Vectorised (issue 43: a dict comprehension and a canonical key per row made reading
+    the paper-scale tables most of ``dpexp report``): the key is made once per cell (rows
+    grouped by their key columns) and the row dicts are zipped from whole columns, with
+    the values :func:`_clean` gives (NaN -> None, numpy scalars -> Python), ``value`` a
+    float and ``noise`` derived where the table lacks it (:func:`row_noise`).
+    """
     # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
     frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object},
                         low_memory=False, compression=compression)
@@ -212,14 +218,56 @@ def _read_rows(path: Path | io.BytesIO, compression: str | None = "infer",
     missing = [c for c in CELL_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{where}: not a dpexp results table (no column(s) {missing})")
-    records = frame.to_dict("records")
-    out: dict[str, list[dict[str, Any]]] = {}
-    for rec in records:
-        row = {k: _clean(v) for k, v in rec.items() if not str(k).startswith("p_")}
-        row["value"] = float(rec["value"])
-        row["noise"] = row_noise(row)  # tables written before the column: derived
-        out.setdefault(_key(rec), []).append(row)
+    columns = {str(c): _clean_column(frame[c]) for c in frame.columns if not str(c).startswith("p_")}
+    columns["value"] = frame["value"].astype(float).tolist()
+    columns["noise"] = _noise_column(columns)
+    names = list(columns)
+    rows = [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+    return {key: [rows[i] for i in positions] for key, positions in _cell_positions(frame, rows)}
+
+
+def _clean_column(column: pd.Series) -> list[Any]:
+    """A column's values as :func:`_clean` gives them: Python scalars, None for NaN."""
+    values = column.tolist()  # numpy scalars -> Python (int, float, bool, str)
+    if column.dtype.kind in "iub":  # no NaN in an integer or boolean column
+        return values
+    return [None if isinstance(v, float) and v != v else v for v in values]
+
+
+def _noise_column(columns: dict[str, list[Any]]) -> list[str]:
+    """The ``noise`` of every row: the table's where it has one, else derived from the
+    row's algorithm and epsilon (:func:`dpexp.experiments.noise.row_noise`)."""
+    # lazy: dpexp.privacy imports scikit-learn (~1 s), which `dpexp list` never needs
+    from dpexp.experiments.noise import row_noise
+
+    given = columns.get("noise") or [None] * len(columns["algorithm"])
+    derived: dict[tuple[Any, Any], str] = {}
+    out = []
+    for noise, algorithm, epsilon in zip(given, columns["algorithm"], columns["epsilon"], strict=True):
+        if isinstance(noise, str) and noise:
+            out.append(noise)
+            continue
+        pair = (algorithm, epsilon)
+        if pair not in derived:  # a function of the two (few distinct pairs a table)
+            derived[pair] = row_noise({"algorithm": algorithm, "epsilon": epsilon})
+        out.append(derived[pair])
     return out
+
+
+def _cell_positions(frame: pd.DataFrame, rows: list[dict[str, Any]]):
+    """(row key, row positions in table order) of every cell, cells in the order of their
+    first row: rows are grouped by the key's columns, the key made from each group's first
+    row (:func:`_key`), and groups whose keys coincide (params spelt two ways) merged."""
+    by = [c for c in (*CELL_COLUMNS, "data_version") if c in frame.columns]
+    codes = frame.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    merged: dict[str, list[np.ndarray]] = {}
+    for positions in np.split(order, bounds):
+        merged.setdefault(_key(rows[int(positions[0])]), []).append(positions)
+    # groups are numbered by first appearance, so the keys are in first-row order
+    return [(key, (parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))).tolist())
+            for key, parts in merged.items()]
 
 
 def _cell_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -251,9 +299,38 @@ def _content_key(row: dict[str, Any], spec: ExperimentSpec, scale: str) -> str:
     return content_key(content, version if isinstance(version, str) else "")
 
 
+@dataclass(frozen=True)
+class SharedReads:
+    """Committed tables that several specs of one caller read (a report: an artefact
+    showing another's cells, ``cells_from``, reads that experiment's table too), each
+    read once and let go after its last reader. Made per call and passed down (no
+    module-level cache: a table rewritten between two reports is read afresh).
+
+    ``uses`` counts the readers of each experiment's table (its ``cells_id``); a table
+    with one reader is not kept at all.
+    """
+
+    uses: dict[str, int]
+    _held: dict[Path, dict[str, list[dict[str, Any]]]] = field(default_factory=dict, repr=False)
+    _left: dict[Path, int] = field(default_factory=dict, repr=False)
+
+    def groups(self, path: Path, experiment: str) -> dict[str, list[dict[str, Any]]]:
+        """The rows of ``path`` (the table of ``experiment``) grouped by cell key."""
+        if self.uses.get(experiment, 0) < 2:
+            return _read_rows(path)
+        if path not in self._held:
+            self._held[path] = _read_rows(path)
+            self._left[path] = self.uses[experiment]
+        groups = self._held[path]
+        self._left[path] -= 1
+        if self._left[path] <= 0:
+            del self._held[path], self._left[path]
+        return groups
+
+
 def committed_payloads(
     spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None,
-    *, grid_only: bool = False,
+    *, grid_only: bool = False, shared: SharedReads | None = None,
 ) -> list[dict[str, Any]]:
     """Cache payloads (``key``, ``cell``, ``rows``, ``committed``, ``grid``) of the cells
     the committed table holds, for ``seeds`` (default: every seed in the table).
@@ -262,23 +339,26 @@ def committed_payloads(
     unless ``grid_only``, the table's other cells (``grid: False``): override runs and peer
     columns, the cell record rebuilt from the row (:func:`_cell_record`). A spec showing
     another's cells (``cells_from``) reads that experiment's table, its own grid only.
+    ``shared`` reads a table several specs read once (the rows are then shared: read only).
     """
     path = table_path(results_dir, spec.cells_id, scale)
     grid_only = grid_only or bool(spec.cells_from)
     if not path.exists():
         return []
-    groups = _read_rows(path)
+    groups = shared.groups(path, spec.cells_id) if shared is not None else _read_rows(path)
     if not groups:
         return []
     if seeds is None:
-        seeds = sorted({int(r["seed"]) for rows in groups.values() for r in rows})
+        # every row of a cell has the cell's seed (it is part of the key)
+        seeds = sorted({int(rows[0]["seed"]) for rows in groups.values()})
     seeds = [int(s) for s in seeds]
     at = spec.at_scale(scale)
     out, grid_keys = [], set()
     for seed in seeds:
         for cell in expand(spec, scale, seed):
-            grid_keys.add(cell.view_key)
-            rows = groups.get(cell.view_key)
+            view_key = cell.view_key  # canonical JSON, made once a cell
+            grid_keys.add(view_key)
+            rows = groups.get(view_key)
             if rows is not None:
                 out.append({"key": cell.key, "cell": cell.to_dict(), "rows": rows,
                             "committed": True, "grid": True})

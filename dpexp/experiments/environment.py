@@ -14,7 +14,7 @@ from pathlib import Path
 from dpexp.datasets import download
 from dpexp.datasets.registry import DatasetInfo, get_dataset_info
 from dpexp.errors import DpexpError
-from dpexp.paths import project_root
+from dpexp.paths import data_dir, project_root
 from dpexp.registry import import_failure
 
 
@@ -28,7 +28,9 @@ def git_revision() -> str:
         if rev.returncode != 0:
             return "unknown"
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+            # results/ is what runs write: a campaign's own tables do not make the code dirty
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+             ":(exclude)results"], cwd=root,
             capture_output=True, text=True, timeout=10,
         )
         return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
@@ -64,14 +66,27 @@ def optional_unavailable(requires: tuple[str, ...]) -> str | None:
 
 def dataset_available(name: str) -> bool:
     """Whether ``name`` can be loaded here without the network: synthetic, in the local data
-    cache, or in a folder mirror (``DPEXP_DATA_MIRROR``) that holds its files."""
-    if downloaded(name):
+    cache, or in a folder mirror (``DPEXP_DATA_MIRROR``) that holds its files.
+
+    Presence only (:func:`files_present`): a count of what this machine can compute reads
+    no data (hashing SUSY's 2 GB would take seconds); loading a file verifies its checksum."""
+    info = get_dataset_info(name)
+    if files_present(info):
         return True
     mirror = download.mirror_setting(None)
-    if not mirror or "://" in str(mirror):
+    if not mirror or "://" in str(mirror) or info.local_only is not None:
         return False
-    info = get_dataset_info(name)
     return all((Path(mirror) / f.mirror_path).exists() for f in info.files if f.mirror_path)
+
+
+def files_present(info: DatasetInfo) -> bool:
+    """Synthetic, or every file of ``info`` in the data directory (checksums not read)."""
+    if info.parser == "synthetic":
+        return True
+    local = data_dir() / info.name
+    if info.local_only is not None:  # a file the user puts there by hand
+        return (local / info.local_only["file"]).exists()
+    return all((local / f.name).exists() for f in info.files)
 
 
 def downloaded(name: str, info: DatasetInfo | None = None) -> bool:

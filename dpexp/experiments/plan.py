@@ -54,6 +54,7 @@ from typing import Any
 
 from dpexp.experiments.calibration import Calibrator
 from dpexp.experiments.cells import Cell, expand
+from dpexp.experiments.completion import Completion
 from dpexp.experiments.environment import optional_unavailable
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.experiments.timings import (
@@ -172,6 +173,13 @@ class Plan:
         return sorted({f"{g.label} ({g.missing_package})" for g in self.groups
                        if g.todo and g.missing_package})
 
+    @property
+    def completion(self) -> Completion:
+        """Done / here / grid, as ``list`` and ``report`` count them."""
+        return Completion(done=self.cached, here=self.cells - self.unavailable_cells,
+                          grid=self.cells, datasets_missing=tuple(self.unavailable_datasets()),
+                          packages_missing=tuple(self.unavailable_algorithms()))
+
     def todo_by_kind(self) -> dict[str, int]:
         """Cells to compute per estimate kind (``KIND_ORDER``)."""
         counts = dict.fromkeys(KIND_ORDER, 0)
@@ -202,6 +210,7 @@ class Plan:
             "unavailable_datasets": self.unavailable_datasets(),
             "unavailable_algorithms": self.unavailable_algorithms(),
             "todo_by_kind": self.todo_by_kind(),
+            "completion": asdict(self.completion),
             "groups": [{**asdict(g), "todo": g.todo, "seconds": g.seconds, "kind": g.kind}
                        for g in self.groups],
         }

@@ -20,7 +20,6 @@ import numpy as np
 
 from dpexp.errors import UnknownNameError
 from dpexp.experiments.builtin_procedures import PROCEDURES as BUILTIN
-from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import manifest_procedures, resolve
 
 
@@ -43,6 +42,10 @@ class CellContext:
         """``noise_rng=`` for an estimator the procedure fits with ``random_state``: the
         runner's reproducible noise (:func:`dpexp.privacy.randomness.seeded_noise`), as in
         its own fits; without it the estimator draws fresh OS entropy (its default)."""
+        # Procedures run in a worker; `dpexp list` and `plan` import this module only for the flags.
+        # lazy: the privacy streams load scipy (~0.2 s), which `dpexp list` must not wait for
+        from dpexp.privacy.randomness import seeded_noise
+
         return seeded_noise(self.random_state)
 
 

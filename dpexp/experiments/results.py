@@ -37,8 +37,10 @@ from dpexp.experiments.cells import (
     grid_points,
     is_per_task,
 )
-from dpexp.experiments.committed import committed_payloads
+from dpexp.experiments.committed import SharedReads, committed_payloads
+from dpexp.experiments.environment import git_revision
 from dpexp.experiments.noise import with_noise
+from dpexp.experiments.reconcile import reconcile, warn_conflicts
 from dpexp.experiments.schema import (
     CELL_COLUMNS,
     METRIC,
@@ -251,7 +253,7 @@ def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
 
 def cached_results(
     spec: ExperimentSpec, scale: str, results_dir: Path, filters: ResultFilter | None = None,
-    *, current_only: bool = False,
+    *, current_only: bool = False, shared: SharedReads | None = None,
 ) -> CachedResults:
     """All cached rows of ``spec.id`` at ``scale`` that pass ``filters``.
 
@@ -260,21 +262,32 @@ def cached_results(
     cells, else for seed 0 (what ``dpexp run`` uses by default). ``current_only`` leaves out
     cells of an earlier version of a series (:func:`is_stale`): what render, report and the
     committed table use, so a changed spec never mixes old and new numbers under one label.
+    ``shared`` reads a committed table that several specs of the caller read once
+    (:class:`~dpexp.experiments.committed.SharedReads`).
     """
     spec = spec.at_scale(scale)
     filters = filters or ResultFilter()
-    payloads = _own_cells(spec, scale, results_dir)
-    have = {p["key"] for p in payloads if "key" in p}
     # The committed table's cells count as cached (a fresh clone renders and reports from
-    # it alone); a cell file in the cache wins over the table.
-    extra = [p for p in committed_payloads(spec, scale, results_dir) if p["key"] not in have]
-    payloads += extra
-    have |= {p["key"] for p in extra}
+    # it alone); a cached cell replaces a committed one only when this code computed it.
+    own = _own_cells(spec, scale, results_dir)
+    merged = reconcile([p for p in own if "key" in p],
+                       committed_payloads(spec, scale, results_dir, shared=shared), git_revision)
+    warn_conflicts(merged.conflicts, spec.id, scale)
+    payloads = merged.payloads + [p for p in own if "key" not in p]
+    have = {p["key"] for p in payloads if "key" in p}
     if current_only:
         current = current_params(spec)
+        tasks: dict[str, str | None] = {}  # one registry look-up per dataset, not per cell
+
+        def task_of(dataset: Any) -> str | None:
+            name = str(dataset.get("name") if isinstance(dataset, dict) else dataset).split("[")[0]
+            if name not in tasks:
+                tasks[name] = dataset_task(dataset)
+            return tasks[name]
+
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
-            dataset_task(p["cell"].get("dataset")))]
+            task_of(p["cell"].get("dataset")))]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
     kept = sorted((p for p in payloads if filters.keeps(p["cell"])),

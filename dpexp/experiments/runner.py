@@ -27,7 +27,7 @@ from dpexp.errors import DatasetUnavailableError, DpexpError, RunWaitsWarning, W
 from dpexp.experiments import cache
 from dpexp.experiments.backends import backend, progress_bar
 from dpexp.experiments.catalog import cells_source
-from dpexp.experiments.cells import Cell, dataset_task, expand
+from dpexp.experiments.cells import Cell, dataset_task, expand, unsupported_notes
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
 from dpexp.experiments.config import RunConfig
 from dpexp.experiments.environment import check_writable, git_revision, optional_unavailable
@@ -42,11 +42,13 @@ from dpexp.experiments.results import (
 )
 from dpexp.experiments.schedule import longest_first
 from dpexp.experiments.schema import RESULT_COLUMNS
+from dpexp.experiments.shard import shard_digests
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.experiments.stale import stale_summary
 from dpexp.registry import get_algorithm
 
-__all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "run_experiment", "run_cell"]
+__all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "experiment_lock", "run_cell",
+           "run_experiment"]
 
 
 @dataclass
@@ -64,10 +66,14 @@ class RunReport:
     #: Cells copied from another experiment's cache: the same cell (same key, same numbers)
     #: computed once (counted in ``cached``).
     shared: int = 0
-    #: One-line notes on algorithms skipped because an optional package is missing.
+    #: One-line notes on algorithms skipped because an optional package is missing, or on
+    #: the datasets of a task they do not support.
     skipped: list[str] = field(default_factory=list)
     #: The one line saying how many of the results' rows are stale ("" when none).
     stale: str = ""
+    #: Cells of the experiment's grid in all shards (``total`` is this shard's), or None
+    #: when the run was not sharded.
+    grid_total: int | None = None
 
 
 def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[ExperimentSpec, list[str]]:
@@ -130,27 +136,39 @@ def run_experiment(spec: ExperimentSpec, cfg: RunConfig) -> RunReport:
     """Run every missing cell of ``spec`` (already scaled/selected) and collect results.
 
     Afterwards ``results/EXP/results-SCALE.csv`` holds the union of every cached cell of
-    the experiment at that scale (all seeds and overrides), not only this run's.
+    the experiment at that scale (all seeds and overrides), not only this run's. With
+    ``cfg.shard`` only that shard's cells are computed and no table is written
+    (:mod:`dpexp.experiments.shard`).
     """
     t0 = time.perf_counter()
     check_writable(cfg.results_dir, "results directory")
     validate_names(spec)
+    # the grid every shard splits alike: before a series is dropped on this machine alone
+    grid = expand(spec, cfg.scale, cfg.seed) if cfg.shard is not None else None
     spec, skipped = drop_unavailable(spec, cfg.require_optional)
+    skipped += unsupported_notes(spec)  # the grid leaves out tasks a series does not support
     cells = expand(spec, cfg.scale, cfg.seed)
+    if cfg.shard is not None and grid is not None:
+        mine = shard_digests(grid, cfg.shard, cfg.results_dir, cfg.scale)
+        cells = [c for c in cells if c.digest in mine]
     # A spec showing another's cells computes them as that spec does (all of its metrics),
     # so the other experiment's results never lack a value for a cell computed here.
     computing = cells_source(spec).at_scale(cfg.scale) if spec.cells_from else spec
     # Rows of the committed results table are finished cells (a campaign resumed on a
     # fresh clone recomputes nothing it already has); --force recomputes them.
-    with _experiment_lock(cfg.results_dir, spec.cells_id, cfg.scale):
-        return _run_locked(spec, cfg, cells, computing, skipped, t0)
+    with experiment_lock(cfg.results_dir, spec.cells_id, cfg.scale):
+        report = _run_locked(spec, cfg, cells, computing, skipped, t0)
+    return replace(report, grid_total=len(grid)) if grid is not None else report
 
 
 @contextlib.contextmanager
-def _experiment_lock(results_dir: Path, experiment: str, scale: str) -> Iterator[None]:
+def experiment_lock(results_dir: Path, experiment: str, scale: str,
+                    then: str = "computes only the cells it left") -> Iterator[None]:
     """One run at a time computes an experiment at a scale in a results directory: a second
     waits (saying so), then finds the first one's cells cached and computes only the rest,
-    and rebuilds the union table from every cell after it."""
+    and rebuilds the union table from every cell after it. ``dpexp run`` renders under the
+    same lock, so a figure is never drawn from the cells of a run still computing and
+    written after the figure of the run that finished last."""
     path = cache.cache_dir(results_dir, experiment, scale) / ".run.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
@@ -159,7 +177,7 @@ def _experiment_lock(results_dir: Path, experiment: str, scale: str) -> Iterator
         except BlockingIOError:
             warnings.warn(RunWaitsWarning(
                 f"another run is computing {experiment} ({scale}) in {results_dir}; waiting "
-                "for it, then this one computes only the cells it left"), stacklevel=3)
+                f"for it, then this one {then}"), stacklevel=3)
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -201,7 +219,8 @@ def _run_locked(spec: ExperimentSpec, cfg: RunConfig, cells: list[Cell],
     frame, missing = collect(spec, cfg.scale, cfg.results_dir, cells=cells)
     if missing:
         raise RuntimeError(f"{len(missing)} cells missing after the run")
-    out = write_union_table(spec, cfg.scale, cfg.results_dir)
+    # a shard leaves the table as it was: the other shards balance by its times
+    out = None if cfg.shard else write_union_table(spec, cfg.scale, cfg.results_dir)
     return RunReport(spec=spec, scale=cfg.scale, total=len(cells), cached=len(cells) - len(todo),
                      computed=len(todo), seconds=time.perf_counter() - t0, results=frame,
                      results_path=out, skipped=skipped, adopted=adopted, shared=shared,

@@ -14,7 +14,7 @@ from typing import Any
 
 from dpexp.datasets.registry import all_datasets
 from dpexp.errors import SpecError, UnknownNameError, check_epsilon
-from dpexp.registry import accepted_params
+from dpexp.registry import accepted_params, all_algorithms
 
 SCALES = ("smoke", "paper")
 
@@ -169,7 +169,11 @@ def select(
     epsilons: Sequence[float] | None = None,
 ) -> ExperimentSpec:
     """Restrict a (scaled) spec to the requested datasets, algorithms and epsilons; an
-    unknown name fails with the closest known ones."""
+    unknown name fails with the closest known ones.
+
+    An algorithm is a series label or a registered name of the spec's; a registered
+    algorithm the spec does not have (built in or a plugin's) joins the experiment as a
+    series of its own (:func:`joined_series`)."""
     if datasets:
         spec = replace(spec, datasets=tuple(_pick_dataset(spec, name) for name in datasets))
     if algorithms:
@@ -197,11 +201,25 @@ def _pick_algorithms(spec: ExperimentSpec, wanted: Sequence[str]) -> tuple[Algor
         if a.name:
             names.setdefault(a.name, []).append(a)
     picked: list[AlgorithmRef] = []
+    registered: set[str] | None = None  # the registry, read when a name is not the spec's
     for name in wanted:
         if name in labels:
             picked.append(labels[name])
         elif name in names:
             picked.extend(names[name])
         else:
-            raise UnknownNameError("algorithm", name, [*labels, *names], where=f" in {spec.id}")
+            registered = set(all_algorithms()) if registered is None else registered
+            if name not in registered:
+                raise UnknownNameError("algorithm", name, {*labels, *names, *registered},
+                                       where=f" in {spec.id} or the registry")
+            picked.append(joined_series(name))
     return tuple({id(a): a for a in picked}.values())
+
+
+def joined_series(name: str) -> AlgorithmRef:
+    """The series a registered algorithm adds to an experiment that does not list it
+    (``dpexp run EXP --algorithms NAME``): labelled by its name, with its manifest's
+    default parameters (the runner fills the dataset's public metadata). Its cells are
+    content-addressed like every other, so the experiment's own series keep their keys
+    and numbers, and another experiment asking for the same cell shares it."""
+    return AlgorithmRef(label=name, name=name)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from dpexp.registry import all_algorithms
 
-__all__ = ["NUMBER_CHANGES", "NumbersChange", "stale_rows", "stale_summary"]
+__all__ = ["NUMBER_CHANGES", "NumbersChange", "row_is_stale", "stale_rows", "stale_summary"]
 
 #: ``algorithm`` of procedure rows (their numbers come from the papers' private algorithms).
 _PROCEDURE_PREFIX = "procedure:"
@@ -111,3 +111,14 @@ def stale_summary(frame: pd.DataFrame) -> str:
     return (f"{n:,} of {total:,} rows stale: {latest.reason} "
             f"(`make reproduce-all RUN_ARGS=\"--recompute-before {latest.since}\"` "
             "recomputes them)")
+
+
+def row_is_stale(row: dict, changes: tuple[NumbersChange, ...] = NUMBER_CHANGES) -> bool:
+    """Whether one result row (a mapping with ``algorithm`` and ``timestamp``) was computed
+    before a change in ``changes`` that affects its algorithm (:func:`stale_rows`, one row)."""
+    algorithm = str(row.get("algorithm", ""))
+    stamp = pd.to_datetime(row.get("timestamp"), utc=True, errors="coerce", format="ISO8601")
+    for change in changes:
+        if change.affects(algorithm) and (pd.isna(stamp) or stamp < pd.Timestamp(change.since_time)):
+            return True
+    return False

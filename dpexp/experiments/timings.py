@@ -109,6 +109,17 @@ def _committed_times(results_dir: Path, experiment: str, scale: str) -> list[Cel
     return out
 
 
+def committed_group_seconds(results_dir: Path, experiment: str, scale: str) -> dict[tuple[str, str], float]:
+    """(dataset key, label) -> the median measured seconds of the committed table's timed
+    cells of that group: the plan's first tier read from the committed table only, the
+    same on every machine with the same commit (``dpexp run --shard`` balances by it)."""
+    by_group: dict[tuple[str, str], list[float]] = {}
+    for t in _committed_times(results_dir, experiment, scale):
+        if t.seconds is not None:
+            by_group.setdefault(t.group, []).append(t.seconds)
+    return {group: statistics.median(times) for group, times in by_group.items()}
+
+
 class Measurements:
     """The finished cells of every experiment at one ``scale`` of one results directory,
     each experiment read at most once: its cell files, then the committed table's cells the

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpexp.errors import BudgetExceededError
+from dpexp.privacy.public import check_enclosing_pipeline
 
 #: Relative slack for floating-point sums (a budget of 1 split in ten 0.1 fits is met).
 _TOL = 1e-9
@@ -163,14 +164,20 @@ def charges_budget(fit):
     after the fit, charge what ``accountant_`` spent (``epsilon_spent``,
     ``delta_spent``). ``accountant=None`` (or no such parameter, e.g. a non-private
     sibling sharing the ``fit``) changes nothing. A fit calling another decorated
-    ``fit`` on the same estimator is charged once.
+    ``fit`` on the same estimator is charged once. Either way, a fit as the last step of a
+    plain ``Pipeline`` whose scaler learned from the data warns and is marked not DP
+    (:func:`~dpexp.privacy.public.check_enclosing_pipeline`).
     """
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         budget = getattr(self, "accountant", None)
-        if budget is None or getattr(self, "_budget_fit_active", False):
+        if getattr(self, "_budget_fit_active", False):
             return fit(self, *args, **kwargs)
+        if budget is None:
+            out = fit(self, *args, **kwargs)
+            check_enclosing_pipeline(self)
+            return out
         if not isinstance(budget, BudgetAccountant):
             raise TypeError(f"accountant must be a dpexp.privacy.BudgetAccountant or None, "
                             f"got {type(budget).__name__}")
@@ -180,6 +187,7 @@ def charges_budget(fit):
             out = fit(self, *args, **kwargs)
         finally:
             self._budget_fit_active = False
+        check_enclosing_pipeline(self)
         acc = self.accountant_
         budget.spend(acc.epsilon_spent, getattr(acc, "delta_spent", 0.0),
                      estimator=type(self).__name__)

@@ -15,12 +15,17 @@ import sys
 import warnings
 
 import numpy as np
+from sklearn.pipeline import Pipeline
 from sklearn.utils.multiclass import check_classification_targets
+
+from dpexp.errors import PrivacyLeakWarning
 
 __all__ = [
     "DataDependentClassesWarning",
     "DataDependentDomainWarning",
+    "DataDependentPreprocessingWarning",
     "DataDependentWarning",
+    "check_enclosing_pipeline",
     "public_classes",
     "warn_outside_package",
 ]
@@ -61,6 +66,69 @@ class DataDependentDomainWarning(DataDependentWarning):
 
 class DataDependentClassesWarning(DataDependentWarning):
     """The label set was taken from the private training labels."""
+
+
+class DataDependentPreprocessingWarning(DataDependentWarning, PrivacyLeakWarning):
+    """A pipeline step computed uncharged statistics of the private data (not DP). Both a
+    :class:`DataDependentWarning` and a :class:`~dpexp.errors.PrivacyLeakWarning`, so a
+    filter on either catches it."""
+
+
+def _reads_data_uncharged(step) -> bool:
+    """Whether a fitted pipeline step learned from the data without paying: not a public
+    or DP transformer (``feature_domain_out_``, see :mod:`dpexp.preprocessing`), not one
+    declared ``dp_stateless``, not ``"passthrough"``/None."""
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return False
+    return not (hasattr(step, "feature_domain_out_") or getattr(step, "dp_stateless", False))
+
+
+def _pipeline_leaks(estimator) -> list[str]:
+    """The steps ahead of ``estimator`` in the ``Pipeline`` fits on the call stack (nested
+    pipelines included) that read the private data uncharged, as ``"name (Class)"``.
+
+    ``Pipeline.fit`` fits (and stores) every transformer before it fits the final step, so
+    when a private estimator's ``fit`` runs, the frames above it hold the pipeline whose
+    last step it is, with its transformers fitted. A pipeline that reports its leaks
+    itself (``reports_preprocessing_leaks``: :class:`dpexp.preprocessing.PublicDomainPipeline`)
+    is left to do so."""
+    leaks: list[str] = []
+    target, frame = estimator, sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if (isinstance(owner, Pipeline) and owner is not target and owner.steps
+                and owner.steps[-1][1] is target):
+            if not getattr(owner, "reports_preprocessing_leaks", False):
+                leaks += [f"{name} ({type(step).__name__})" for name, step in owner.steps[:-1]
+                          if _reads_data_uncharged(step)]
+            target = owner  # a pipeline inside a pipeline: the outer one's steps come first
+        frame = frame.f_back
+    return leaks
+
+
+def check_enclosing_pipeline(estimator) -> None:
+    """After a private ``estimator`` was fitted: when it is the final step of a plain
+    scikit-learn ``Pipeline`` whose earlier steps learned from the private data (a
+    ``MinMaxScaler``'s bounds, a ``StandardScaler``'s mean and std), warn with
+    :class:`DataDependentPreprocessingWarning` (a :class:`~dpexp.errors.PrivacyLeakWarning`)
+    and mark its ``accountant_`` not DP: the declared domain it was given describes the
+    scaled data, but the scaling itself released the data's statistics uncharged.
+
+    Called by :func:`dpexp.privacy.budget.charges_budget`, which wraps every private
+    estimator's ``fit``; :class:`dpexp.preprocessing.PublicDomainPipeline` checks its
+    own steps."""
+    leaks = _pipeline_leaks(estimator)
+    if not leaks:
+        return
+    acc = getattr(estimator, "accountant_", None)
+    if acc is not None and hasattr(acc, "mark_not_dp"):
+        acc.mark_not_dp("preprocessing read the private data uncharged: " + ", ".join(leaks))
+    warn_outside_package(
+        f"pipeline step(s) {', '.join(leaks)} learned from the private data what no "
+        f"accountant charges before {type(estimator).__name__} was fitted: not differentially "
+        "private (its accountant_ is marked not DP); scale with "
+        "dpexp.preprocessing.PublicMinMaxScaler(feature_domain=...) or "
+        "DPFeatureDomain(epsilon=...) in make_public_pipeline", DataDependentPreprocessingWarning)
 
 
 def public_classes(y, classes=None, *, binary: bool = False,

@@ -21,6 +21,7 @@ the x axis shows whatever epsilons are cached. Series whose release is not DP ar
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import math
 import textwrap
@@ -35,6 +36,13 @@ from matplotlib.lines import Line2D
 from dpexp.experiments.cache import atomic_write_bytes
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render import style
+from dpexp.render.figure_inputs import (
+    FORMATS,
+    current_files,
+    figure_path,
+    inputs_digest,
+    record_files,
+)
 from dpexp.render.frame import RenderContext, param_values
 from dpexp.render.markup import SMOKE_LABEL
 
@@ -105,23 +113,29 @@ def _dataset_param(key: str, name: str):
     return np.nan
 
 
-def _save(fig, out_base: Path, caption: str) -> list[Path]:
+def _save(fig, out_base: Path, caption: str, formats: Sequence[str]) -> dict[str, str]:
+    """Write ``formats`` (of :data:`FORMATS`) of the figure; format -> sha256 of the bytes
+    written."""
     # lazy: pyplot only after build_figure has selected the Agg backend
     import matplotlib.pyplot as plt
 
     out_base.parent.mkdir(parents=True, exist_ok=True)
-    paths = []
+    written = {}
     # The caption travels with the file (a figure seen outside the report keeps it).
     meta = {"png": {"Title": fig.get_suptitle(), "Description": caption},
             "pdf": {"Title": fig.get_suptitle(), "Subject": caption}}
-    for ext in ("pdf", "png"):
-        p = out_base.parent / f"{out_base.name}.{ext}"  # the name may contain dots
+    # Every format is drawn, in one order, even one not written: constrained layout may
+    # move things between draws, so a PNG is the same bytes whatever else is stale.
+    for ext in FORMATS:
         buffer = io.BytesIO()  # written whole and renamed: a killed render leaves the old file
         fig.savefig(buffer, format=ext, dpi=style.DPI, metadata=meta[ext])
-        atomic_write_bytes(p, buffer.getvalue())
-        paths.append(p)
+        if ext not in formats:
+            continue
+        data = buffer.getvalue()
+        atomic_write_bytes(figure_path(out_base, ext), data)
+        written[ext] = hashlib.sha256(data).hexdigest()
     plt.close(fig)
-    return paths
+    return written
 
 
 def _split_series_by_epsilon(agg: pd.DataFrame) -> pd.DataFrame:
@@ -449,6 +463,15 @@ def build_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext):
         return build_lines(spec, agg, ctx)
 
 
-def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext, out_base: Path) -> list[Path]:
-    """Draw the figure; returns the written files (PDF and PNG)."""
-    return _save(build_figure(spec, agg, ctx), out_base, figure_caption(ctx))
+def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext, out_base: Path,
+                  *, redraw: bool = False) -> list[Path]:
+    """The figure's files (PDF and PNG), drawn only where they are not current: a file
+    drawn from the same inputs and unchanged since is kept as it is
+    (:mod:`dpexp.render.figure_inputs`; ``redraw`` draws them anyway)."""
+    digest = inputs_digest(spec, agg, ctx)
+    current = {} if redraw else current_files(out_base, digest)
+    stale = [ext for ext in FORMATS if ext not in current]
+    if stale:
+        written = _save(build_figure(spec, agg, ctx), out_base, figure_caption(ctx), stale)
+        record_files(out_base, digest, {**current, **written})
+    return [figure_path(out_base, ext) for ext in FORMATS]

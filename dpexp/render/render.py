@@ -157,9 +157,11 @@ def _significance(spec: ExperimentSpec, frame: pd.DataFrame, scale: str, md_path
 
 def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_dir: Path,
                  figures_dir: Path, *, missing: int = 0, done: int | None = None,
-                 filters=None) -> RenderReport:
+                 filters=None, redraw: bool = False) -> RenderReport:
     """Render the rows of ``frame`` (any subset of the experiment's cells at ``scale``;
-    ``done`` cells cached, ``missing`` cells of the spec's grid not cached)."""
+    ``done`` cells cached, ``missing`` cells of the spec's grid not cached). A figure whose
+    inputs are unchanged is not redrawn (:mod:`dpexp.render.figure_inputs`) unless
+    ``redraw``."""
     if frame.empty:
         raise NothingCachedError(
             f"Nothing cached for {spec.id} at {scale} scale; run `{_run_command(spec, scale, filters)}`.")
@@ -175,7 +177,7 @@ def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_
     if spec.significance:
         files += _significance(spec, frame, scale, files[0], base)
     if spec.kind == "figure":
-        files += render_figure(spec, agg, ctx, Path(figures_dir) / spec.id / name)
+        files += render_figure(spec, agg, ctx, Path(figures_dir) / spec.id / name, redraw=redraw)
     if done is None:
         done = frame.groupby([c for c in CELL_COLUMNS if c in frame], dropna=False).ngroups
     return RenderReport(files=files, missing_cells=missing, total_cells=done + missing,
@@ -183,13 +185,14 @@ def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_
 
 
 def render_experiment(spec: ExperimentSpec, scale: str, results_dir: Path, figures_dir: Path,
-                      filters=None) -> RenderReport:
+                      filters=None, *, redraw: bool = False) -> RenderReport:
     """Figures into ``figures_dir/EXP/`` and tables into ``results_dir/EXP/``, from every
     cached row of the experiment at ``scale`` that ``filters`` (a ResultFilter) keeps.
 
     Raises :class:`NothingCachedError` (a DpexpError: a message, no traceback) when no
-    cached row matches.
+    cached row matches. ``redraw`` draws the figure even when its inputs are unchanged.
     """
     res = cached_results(spec, scale, results_dir, filters, current_only=True)
     return render_frame(spec, scale, res.frame, results_dir, figures_dir,
-                        missing=_count(res.missing), done=res.n_cells, filters=filters)
+                        missing=_count(res.missing), done=res.n_cells, filters=filters,
+                        redraw=redraw)

@@ -37,17 +37,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.catalog import all_specs
+from dpexp.experiments.committed import SharedReads
+from dpexp.experiments.completion import Availability
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
 from dpexp.experiments.stale import NUMBER_CHANGES
 from dpexp.render.html import Block, markdown_of, page
+from dpexp.render.leaderboard_section import leaderboard_extras
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.provenance import report_environment
-from dpexp.render.section import Availability, Section, build_section, judge_sections
+from dpexp.render.section import Section, build_section, judge_sections
 from dpexp.render.section_markdown import section_blocks
 from dpexp.render.verdict_rows import (
     KINDS,
@@ -136,9 +140,11 @@ def noise_statement(sections: list[Section]) -> str:
     return own + ("" if not others else " Other rows: " + "; ".join(md_escape(n) for n in others) + ".")
 
 
-def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Path) -> list[Block]:
+def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Path,
+                  extras: dict[str, list[Block]] | None = None) -> list[Block]:
     """The report: title, intro, noise, verdict table, sections by paper (caveats collapsed
-    in each), environment."""
+    in each; ``extras``: blocks appended to a section, by spec id), environment."""
+    extras = extras or {}
     rows = [verdict_row(s) for s in sections]
     noise = noise_statement(sections)
     blocks = [Block("# dpexp reproduction report"), Block(headline(rows)), Block(_INTRO),
@@ -149,7 +155,8 @@ def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Pat
         by_paper.setdefault(s.spec.paper, []).append(s)
     for paper, secs in by_paper.items():
         blocks.append(Block(f"## {md_escape(paper_title(paper))} ({md_code(paper)})"))
-        blocks += [b for s in secs for b in section_blocks(s, results_dir)]
+        blocks += [b for s in secs for b in (*section_blocks(s, results_dir),
+                                             *extras.get(s.spec.id, []))]
     env_md = [f"- **{k}**: {md_escape(v)}" for k, v in env.items()]
     blocks.append(Block("\n".join(["## Appendix: environment", "", *env_md])))
     return blocks
@@ -167,15 +174,19 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
     id)`` is called before each of the n experiments is rendered."""
     available = Availability()
     specs = sorted(all_specs().values(), key=lambda s: _natural(s.id))
+    # a table shown by several artefacts (cells_from) is read once for them all
+    shared = SharedReads(uses=dict(Counter(s.cells_id for s in specs)))
     sections = []
     for i, s in enumerate(specs):
         if progress is not None:
             progress(i, len(specs), s.id)
-        sections.append(build_section(s, results_dir, figures_dir, scale, available))
+        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared))
     judge_sections(sections)
     env = report_environment(results_dir)
     env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"
-    blocks = report_blocks(sections, env, results_dir)
+    # the leaderboard's ranks, tests and CD diagrams (dpexp.render.leaderboard_section)
+    blocks = report_blocks(sections, env, results_dir,
+                           leaderboard_extras(sections, results_dir, figures_dir))
     tag = "-smoke" if scale == "smoke" else ""
     md_path = Path(results_dir) / f"REPORT{tag}.md"
     atomic_write_text(md_path, markdown_of(blocks))

@@ -13,13 +13,12 @@ import pandas as pd
 
 from dpexp.errors import DpexpError
 from dpexp.experiments.cells import expand
-from dpexp.experiments.committed import table_path
-from dpexp.experiments.environment import dataset_available, optional_unavailable
+from dpexp.experiments.committed import SharedReads, table_path
+from dpexp.experiments.completion import Availability, Completion, completion, missing_packages
 from dpexp.experiments.results import cached_results
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import DatasetRef, ExperimentSpec
 from dpexp.experiments.stale import stale_rows, stale_summary
-from dpexp.registry import get_algorithm
 from dpexp.render.claims import ClaimResult, check_claims
 from dpexp.render.frame import not_dp_caveats, not_dp_mask, procedure_mask, replicate_statement
 from dpexp.render.paper_values import PLAUSIBLE, SHOWN
@@ -35,19 +34,6 @@ from dpexp.render.value_status import (
 )
 
 
-class Availability:
-    """Whether a dataset can be had on this machine, asked once per name per report
-    (:func:`dpexp.experiments.environment.dataset_available` reads the dataset registry each time)."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, bool] = {}
-
-    def __call__(self, name: str) -> bool:
-        if name not in self._known:
-            self._known[name] = dataset_available(name)
-        return self._known[name]
-
-
 @dataclass
 class Section:
     spec: ExperimentSpec
@@ -55,6 +41,8 @@ class Section:
     n_cells: int = 0
     n_missing: int = 0
     cells_total: int = 0  # cells of the datasets that can be had (done ones included)
+    #: done / here / grid (dpexp.experiments.completion): what list and plan say too
+    completion: Completion = Completion(0, 0, 0)
     unavailable: list[str] = field(default_factory=list)  # dataset names, no result, not loadable
     #: series whose optional package does not import here, no result: "label (package)"
     algorithms_unavailable: list[str] = field(default_factory=list)
@@ -95,14 +83,16 @@ def _names(datasets: list[DatasetRef]) -> list[str]:
 
 
 def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None,
-                  available: Availability | None = None) -> Section:
-    """Render ``spec`` at the best cached scale and collect what the report shows of it."""
+                  available: Availability | None = None,
+                  shared: SharedReads | None = None) -> Section:
+    """Render ``spec`` at the best cached scale and collect what the report shows of it
+    (``shared``: the report's committed tables read by several specs, read once)."""
     available = available or Availability()
     problem = ""
     for s in _scales(results_dir, spec, scale):
         at = spec.at_scale(s)
         try:
-            res = cached_results(at, s, results_dir, current_only=True)
+            res = cached_results(at, s, results_dir, current_only=True, shared=shared)
             rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
                                     missing=len(res.missing), done=res.n_cells)
         except NothingCachedError:
@@ -113,41 +103,32 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
         sec = _section(spec, s, rendered)
         # cells of the spec's grid only: a peer's column or an override run is shown but
         # is neither done nor to do
-        sec.n_cells = sum(len(expand(at, s, seed)) for seed in res.seeds)
-        sec.n_missing = len(res.missing)
-        done = set(sec.datasets_done)
-        lacking = _missing_packages(at, {c.label for c in res.missing})
-        sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
-        have = [c for c in res.missing if c.label not in lacking
-                and (c.dataset.key in done or available(c.dataset.name))]
-        sec.cells_total = sec.n_done + len(have)
-        sec.unavailable = [n for n in _names(at.datasets) if not available(n)
-                           and not any(k.split("[")[0] == n for k in done)]
-        return sec
+        grid = [c for seed in res.seeds for c in expand(at, s, seed)]
+        missing = {c.key for c in res.missing}
+        lacking = missing_packages(at, {c.label for c in res.missing})
+        return _counted(sec, completion(grid, lambda c, gone=missing: c.key not in gone,
+                                        available, lacking), lacking)
     # Not run: what running it would take, at the scale asked for (paper by default).
     at = spec.at_scale(scale or "paper")
     sec = Section(spec, None, problem=problem)
     try:
         cells = expand(at, scale or "paper", 0)
-        lacking = _missing_packages(at, {c.label for c in cells})
-        sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
-        sec.cells_total = sum(available(c.dataset.name) and c.label not in lacking for c in cells)
+        lacking = missing_packages(at, {c.label for c in cells})
+        return _counted(sec, completion(cells, lambda c: False, available, lacking), lacking)
     except DpexpError as exc:
         sec.problem = sec.problem or str(exc)
     sec.unavailable = [n for n in _names(at.datasets) if not available(n)]
     return sec
 
 
-def _missing_packages(spec: ExperimentSpec, labels: set[str]) -> dict[str, str]:
-    """Series of ``labels`` whose algorithm needs an optional package that does not import
-    here (label -> package): ``dpexp run`` skips them, so their cells are not counted."""
-    out = {}
-    for a in spec.algorithms:
-        if a.label in labels and a.name and get_algorithm(a.name).requires:
-            why = optional_unavailable(get_algorithm(a.name).requires)
-            if why:
-                out[a.label] = why.split(" ")[0]
-    return out
+def _counted(sec: Section, done: Completion, lacking: dict[str, str]) -> Section:
+    """``sec`` with its cell counts from ``done`` (the one definition of done)."""
+    sec.completion = done
+    sec.n_cells, sec.n_missing = (done.grid, done.grid - done.done) if sec.scale else (0, 0)
+    sec.cells_total = done.here
+    sec.unavailable = list(done.datasets_missing)
+    sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+    return sec
 
 
 def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Section:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpexp.experiments.completion import COMPLETION_HEADER
 from dpexp.render.claims import NOT_EVALUATED_SMOKE, ClaimResult
 from dpexp.render.frame import NOT_DP_TITLE
 from dpexp.render.html import Block, details_block
@@ -220,7 +221,8 @@ def _section_md(s: Section, results_dir: Path) -> tuple[list[str], list[str]]:
     if s.scale == "smoke":
         md += [f"**Scale:** {SMOKE_LABEL}. A pipeline check on subsampled data; claims are not "
                "evaluated and no value is compared with the paper's.", ""]
-    md += [f"**Cells:** {s.n_done} of {s.cells_total} done (the cells of the datasets that can be had). "
+    md += [f"**Cells ({COMPLETION_HEADER}):** {s.completion.text()} (finished / this machine can "
+           "have / in the paper's grid). "
            f"**Aggregation:** {s.replicates}.", ""]
     if s.stale:
         md += [f"**Stale:** {s.stale}.", ""]  # our own text (a command in backticks)

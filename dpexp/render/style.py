@@ -124,6 +124,7 @@ PAPER_SHORT: dict[str, str] = {
     "gaussian-bdt-peinemann-slides": "Gaussian BDT, Peinemann (slides)",
     "inprivate-digging-zhao-2018": "InPrivate Digging, Zhao et al. 2018",
     "xgboost-dp-shi-2021": "XGBoost-DP, Shi et al. 2021",
+    "leaderboard": "dpexp leaderboard",
 }
 
 

@@ -30,6 +30,8 @@ PAPER_TITLES = {
     "inprivate-digging-zhao-2018": "Zhao et al. 2018, InPrivate Digging: Enabling Tree-based "
                                    "Distributed Data Mining with Differential Privacy",
     "xgboost-dp-shi-2021": "Shi et al. 2021, XGBoost Algorithm under Differential Privacy Protection",
+    "leaderboard": "The DP tree-ensemble leaderboard (dpexp): the five papers' methods, their "
+                   "peers and non-private references on the same folds",
 }
 
 #: The kinds of printed values in the order the report counts them (model performance first).
@@ -69,6 +71,18 @@ def value_counts(sec: Section) -> dict[str, object]:
     return out
 
 
+def not_judged_reasons(sec: Section) -> str:
+    """Why the counted printed values without a verdict have none: each reason once, with
+    how many values it holds back ("4: the dataset is not available here")."""
+    if sec.scale is None or sec.scale == "smoke":
+        return ""
+    reasons: dict[str, int] = {}
+    for s in sec.statuses:
+        if s.status == NOT_JUDGED and not s.reprint and not s.calibration:
+            reasons[s.reason] = reasons.get(s.reason, 0) + 1
+    return "; ".join(f"{n}: {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+
+
 def claim_explanation(c: ClaimResult) -> str:
     """shown | plausible of a failing claim's explanation ("" if none): a post-hoc one is
     plausible, never shown."""
@@ -82,11 +96,11 @@ def claim_explanation(c: ClaimResult) -> str:
 #: values apart; the rest by status: reproduced, shown (a committed experiment lands on
 #: the paper's value), plausible (a cause whose numbers do not land), unexplained, not
 #: judged; ``values_by_kind`` splits them by kind, model performance first.
-SUMMARY_FIELDS = ("artefact", "paper", "title", "scale", "cells_done", "cells_total",
+SUMMARY_FIELDS = ("artefact", "paper", "title", "scale", "cells_done", "cells_total", "cells_grid",
                   "datasets_unavailable", "algorithms_unavailable", "values_total",
                   "values_reprinted", "values_calibration", "values_reproduced", "values_shown",
                   "values_refuted", "values_plausible", "values_landed_post_hoc", "values_unexplained",
-                  "values_not_judged", "values_by_kind", "claims_pass", "claims_fail",
+                  "values_not_judged", "not_judged_why", "values_by_kind", "claims_pass", "claims_fail",
                   "claims_fail_shown", "claims_fail_plausible", "claims_fail_unexplained",
                   "claims_not_evaluated", "rows_stale")
 
@@ -101,7 +115,7 @@ class VerdictRow:
     name: str  # the artefact as the paper names it ("Figure 2")
     scale: str | None
     cells_done: int
-    cells_total: int
+    cells_total: int  # the cells this machine can have ("here"; done ones included)
     datasets_unavailable: list[str]
     algorithms_unavailable: list[str]
     values_total: int
@@ -123,6 +137,9 @@ class VerdictRow:
     claims_not_evaluated: int
     not_dp_caveats: int
     rows_stale: int = 0
+    cells_grid: int = 0  # every cell of the spec's grid (dpexp.experiments.completion)
+    #: why printed values have no verdict, in a few words each ("" when all are judged)
+    not_judged_why: str = ""
     problem: str = ""  # the spec's error, when it cannot be expanded or rendered
 
     @property
@@ -151,6 +168,7 @@ def verdict_row(sec: Section) -> VerdictRow:
         claims_fail_unexplained=why.count(""),
         claims_not_evaluated=len(sec.claims) - claims.count("pass") - len(fails),
         not_dp_caveats=len(sec.not_dp), rows_stale=sec.rows_stale, problem=sec.problem,
+        cells_grid=sec.completion.grid, not_judged_why=not_judged_reasons(sec),
     )
 
 
@@ -172,7 +190,7 @@ def total_row(rows: list[VerdictRow], name: str) -> VerdictRow:
     """The sum of ``rows`` (counts, cells, unavailable names once each) as one row."""
     first = rows[0]
     sums = {f: sum(getattr(r, f) for r in rows) for f in
-            ("cells_done", "cells_total", "values_total", "values_reprinted", "values_calibration",
+            ("cells_done", "cells_total", "cells_grid", "values_total", "values_reprinted", "values_calibration",
              "values_reproduced", "values_shown", "values_refuted", "values_plausible",
              "values_landed_post_hoc", "values_unexplained", "values_not_judged", "claims_pass",
              "claims_fail", "claims_fail_shown", "claims_fail_plausible", "claims_fail_unexplained",

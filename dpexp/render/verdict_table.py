@@ -4,14 +4,15 @@ each artefact linked to its section (issue 42)."""
 
 from __future__ import annotations
 
+from dpexp.experiments.completion import COMPLETION_HEADER
 from dpexp.render.html import BAD, GOOD, NONE, TOTAL, WARN, Block, Cell, verdict_table
 from dpexp.render.markup import SMOKE_LABEL, md_escape
 from dpexp.render.verdict_rows import VerdictRow, paper_title, total_row
 
-_HEADER = [("artefact", ["artefact"]), ("scale", ["scale"]), ("cells", ["done / total"]),
+_HEADER = [("artefact", ["artefact"]), ("scale", ["scale"]), ("cells", [COMPLETION_HEADER]),
            ("printed values (each number counted once)",
             ["printed", "reprints / calibration", "model performance reproduced",
-             "reproduced", "shown", "refuted", "plausible", "unexplained", "not judged"]),
+             "reproduced", "shown", "refuted", "plausible", "unexplained", "not judged (why)"]),
            ("claims", ["pass", "fail (shown / plausible / unexplained)", "not evaluated"]),
            ("unavailable here", ["unavailable here"]), ("not-DP caveats", ["not-DP caveats"])]
 
@@ -31,7 +32,7 @@ def verdict_cells(row: VerdictRow) -> list[Cell]:
     name = Cell(f"{row.name} ({row.artefact})", link=row.artefact)
     missing = [*row.datasets_unavailable, *row.algorithms_unavailable]
     unavailable = Cell(", ".join(missing) or "—", NONE if missing else None)
-    cells = f"{row.cells_done} / {row.cells_total}"
+    cells = f"{row.cells_done} / {row.cells_total} / {row.cells_grid}"
     if row.scale is None:
         grey = [Cell("—", NONE)] * (_VALUE_CELLS + _CLAIM_CELLS)
         state = Cell("spec error", BAD) if row.problem else Cell("not run", NONE)
@@ -69,7 +70,16 @@ def _value_cells(row: VerdictRow) -> list[Cell]:
             _count(row.values_shown, WARN), _count(row.values_refuted, WARN),
             Cell(plausible, BAD if row.values_plausible else None, numeric=True),
             _count(row.values_unexplained, BAD),
-            _count(row.values_not_judged, NONE)]
+            _not_judged_cell(row)]
+
+
+def _not_judged_cell(row: VerdictRow) -> Cell:
+    """How many counted values have no verdict, and why (the reasons in a tooltip-free
+    parenthesis, so Markdown shows them too)."""
+    if not row.values_not_judged:
+        return _count(0, NONE)
+    why = f" ({row.not_judged_why})" if row.not_judged_why else ""
+    return Cell(f"{row.values_not_judged}{why}", NONE, numeric=not why)
 
 
 def _claim_cells(row: VerdictRow) -> list[Cell]:

@@ -108,10 +108,12 @@ def test_bad_input_leaves_cache_intact(dirs):
 
 
 def test_label_the_algorithm_cannot_use(tmp_path):
-    """A classification-only algorithm on a regression dataset: a clear error."""
+    """A classification-only algorithm on regression datasets only: nothing left to run,
+    a clear error naming what was skipped (issue 44: the grid skips such pairs)."""
     res = invoke("run", "quickstart", "--dataset", "abalone", "--algorithms", "fletcher_forest",
                  "--results-dir", tmp_path)
-    assert res.exit_code == 2 and "does not support regression" in res.output
+    assert res.exit_code == 2 and "no cell left to compute" in res.output
+    assert "skipped 1 regression dataset (abalone): it supports classification only" in res.output
     assert "Traceback" not in res.output
 
 

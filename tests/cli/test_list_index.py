@@ -49,7 +49,7 @@ def test_list_uses_the_indexes_and_reads_no_committed_table(monkeypatch):
     res = CliRunner().invoke(app, ["list", "--json", "--results-dir", str(RESULTS)])
     assert res.exit_code == 0, res.output
     rows = {r["id"]: r for r in json.loads(res.output) if "cells" in r}
-    assert rows["dpboost-fig2"]["cells"]["paper"]["cached"] > 0
+    assert rows["dpboost-fig2"]["cells"]["paper"]["done"] > 0
 
 
 @pytest.mark.parametrize("experiment", ["dpboost-fig2", "fletcher-fig13"])  # fig13: cells_from

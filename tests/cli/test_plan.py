@@ -122,7 +122,7 @@ def test_each_fit_is_calibrated_once_per_process_across_experiments(env, monkeyp
 
 def test_a_dataset_not_available_is_left_out_and_not_loaded(env, monkeypatch):
     monkeypatch.setattr(calibration, "downloaded", lambda *args: False)
-    monkeypatch.setattr(environment, "downloaded", lambda *args: False)
+    monkeypatch.setattr(environment, "files_present", lambda *args: False)
     monkeypatch.delenv("DPEXP_DATA_MIRROR", raising=False)
 
     def no_loading(*args, **kwargs):

@@ -100,7 +100,9 @@ def test_override_runs_are_visible_and_add_up(env):
     listing = json.loads(invoke("list", "--json", "--results-dir", env[1]).stdout)
     tiny = next(r for r in listing if r["id"] == "tiny")
     # 8 cells done, of which the 2 non-private ones are cells of the spec's own grid
-    assert tiny["cells"]["smoke"] == {"grid": 6, "grid_cached": 2, "cached": 8}
+    smoke = tiny["cells"]["smoke"]
+    assert (smoke["done"], smoke["here"], smoke["grid"], smoke["outside"]) == (2, 6, 6, 6)
+    assert smoke["text"] == "2 / 6 / 6 +6"
 
 
 def test_render_shows_override_cells(env):

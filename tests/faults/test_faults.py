@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import tiny_spec
+from conftest import rewrite_cached_cell, tiny_spec
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from typer.testing import CliRunner
 
@@ -272,3 +272,71 @@ def test_many_bad_cell_files_are_one_line_not_one_each(reference):
     res = _invoke("results", "faulty", "--results-dir", results)
     assert res.exit_code == 0, res.output
     assert res.output.count("warning: cached cell") == 1 and f"and {len(files) - 1} more" in res.output
+
+
+def _from_another_revision(value: float):
+    def change(data):
+        data["rows"][0]["value"] = value
+        for row in data["rows"]:
+            row["git_revision"] = "0123456789ab"
+    return change
+
+
+def test_a_cached_cell_that_differs_from_the_table_never_replaces_it_silently(reference):
+    """A well-formed cell (valid checksum) with other numbers, computed by another revision:
+    named in one line, the committed value stands in every output; recomputed with this
+    code (--force), the cached numbers are the code's own and the table takes them."""
+    results, values, files = reference
+    rewrite_cached_cell(files[0], _from_another_revision(0.123456))
+    for args in (["results", "faulty", "--results-dir", results],
+                 ["run", "faulty", "--results-dir", results, "--no-render", "-q"]):
+        res = _invoke(*args)
+        assert res.exit_code == 0, res.output
+        assert res.output.count("warning:") == 1, res.output
+        assert "differ from the committed table" in res.output and "committed values stand" in res.output
+        pd.testing.assert_frame_equal(_values(results), values)  # the table is unchanged
+    res = _run(results, "--force")
+    assert res.exit_code == 0 and "warning:" not in res.output, res.output
+    pd.testing.assert_frame_equal(_values(results), values)  # this code computes the reference
+
+
+def test_a_cell_of_this_revision_replaces_a_differing_committed_row(reference):
+    """The other way round: the committed table edited (an older result), the cache holding
+    this code's numbers -- the cache's numbers are this code's and stand."""
+    results, values, _ = reference
+    table = results / "faulty" / "results-smoke.csv"
+    frame = pd.read_csv(table)
+    frame.loc[0, "value"] = 0.5
+    frame["git_revision"] = "0123456789ab"
+    frame.to_csv(table, index=False)
+    res = _run(results)
+    assert res.exit_code == 0 and "warning:" not in res.output, res.output
+    pd.testing.assert_frame_equal(_values(results), values)
+
+
+def test_a_run_renders_under_the_run_lock(reference, tmp_path, monkeypatch):
+    """Two runs with different --dataset: the figure written last must be drawn from every
+    finished run's cells, so a run renders while holding the experiment's run lock (another
+    run cannot be computing between its read of the cells and its write of the figure)."""
+    import fcntl
+
+    from dpexp.render import render as render_module
+
+    results, _, _ = reference
+    lock = results / "cache" / "faulty" / "smoke" / ".run.lock"
+    held = []
+
+    def render_experiment(*args, **kwargs):
+        with open(lock, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                held.append(False)
+            except BlockingIOError:
+                held.append(True)
+        return render_module.RenderReport(files=[], missing_cells=0, total_cells=0)
+
+    monkeypatch.setattr(render_module, "render_experiment", render_experiment)
+    res = _invoke("run", "faulty", "--results-dir", results, "--figures-dir", tmp_path / "f", "-q")
+    assert res.exit_code == 0, res.output
+    assert held == [True]

@@ -38,7 +38,7 @@ def test_report_from_cache(tmp_path):
     assert res.exit_code == 0, res.output
     text = (r / "REPORT.md").read_text()
     # nothing cached yet: says so, with the cells a paper-scale run would compute
-    assert re.match(r"\| \[Quick start \(quickstart\)\]\(#quickstart\) \| not run \| 0 / \d+ \|",
+    assert re.match(r"\| \[Quick start \(quickstart\)\]\(#quickstart\) \| not run \| 0 / \d+ / \d+ \|",
                     _row(text, "quickstart"))
     assert runner.invoke(app, ["run", "quickstart", "--results-dir", str(r), "--figures-dir", str(f),
                                "--no-render"]).exit_code == 0
@@ -49,7 +49,7 @@ def test_report_from_cache(tmp_path):
     # (this line used to read "... | 15/15 | — | 1/1 |", issue 17 item 4).
     cells = [c.strip() for c in _row(text, "quickstart").split("|")[1:-1]]
     n = len(expand(resolve("quickstart").at_scale("smoke"), "smoke", 0))
-    assert cells[1:4] == ["smoke — not the paper's setting", f"{n} / {n}", "0"]
+    assert cells[1:4] == ["smoke — not the paper's setting", f"{n} / {n} / {n}", "0"]
     assert cells[12:15] == ["0", "0", "1"]  # pass, fail, not evaluated
     html = (r / "report.html").read_text()
     assert "data:image/png;base64," in html  # self-contained
@@ -283,10 +283,16 @@ def test_paper_scale_verdicts_agree_in_table_html_and_summary(tmp_path):
     html_cells = _html_row(html, "fletcher-fig11")
     assert html_cells[0][1] == "Figure 11 (fletcher-fig11)" and md_cells[0] == f"[{html_cells[0][1]}](#fletcher-fig11)"
     assert [t for _, t in html_cells[1:]] == [c.replace("\\", "") for c in md_cells[1:]]
-    assert md_cells[2] == f"{row['cells_done']} / {row['cells_total']}"
+    assert md_cells[2] == f"{row['cells_done']} / {row['cells_total']} / {row['cells_grid']}"
     assert html_cells[4] == ("v-none n", "7 / 0") and html_cells[5] == ("v-warn n", "2 of 35")
     assert html_cells[6] == ("v-good n", "2") and html_cells[7] == html_cells[8] == ("n", "0")
-    assert html_cells[10] == ("v-bad n", "1") and html_cells[11] == ("v-none n", "32")
+    assert html_cells[10] == ("v-bad n", "1")
+    # not judged, with why
+    # (why depends on the datasets this machine has: "the dataset is not available here"
+    # or "no result of ours for it"); each value counted once, under one reason
+    why = row["not_judged_why"]
+    assert html_cells[11] == ("v-none", f"32 ({why})")
+    assert sum(int(part.split(":")[0]) for part in why.split("; ")) == 32
     assert html_cells[12] == ("v-good n", "2") and html_cells[13] == ("v-bad n", "1 (0 / 1 / 0)")
     # the first line of the report is the model-performance count
     assert text.splitlines()[2].startswith("**Model performance: ")
@@ -328,11 +334,11 @@ def test_value_statuses_in_the_section_and_its_counts():
 
 
 def test_cells_total_counts_the_datasets_that_can_be_had(tmp_path, monkeypatch):
-    import dpexp.render.section as section_mod
+    import dpexp.experiments.completion as completion_mod
 
     r, f = tmp_path / "results", tmp_path / "figures"
     cache_cells(r, "dpboost-fig2", datasets=["adult"], epsilons=[1])
-    monkeypatch.setattr(section_mod, "dataset_available", lambda name: name != "abalone")
+    monkeypatch.setattr(completion_mod, "dataset_available", lambda name: name != "abalone")
     write_report(r, f, "smoke")
     row = {x["artefact"]: x for x in json.loads((r / "summary-smoke.json").read_text())}["dpboost-fig2"]
     spec = resolve("dpboost-fig2").at_scale("smoke")

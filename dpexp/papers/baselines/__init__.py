@@ -2,6 +2,14 @@
 
 from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
 
+#: scikit-learn's random forest parameters (>= 1.4), with the classifier's declared classes.
+_BREIMAN_RF_PARAMS = (
+    "bootstrap", "ccp_alpha", "class_weight", "classes", "criterion", "max_depth",
+    "max_features", "max_leaf_nodes", "max_samples", "min_impurity_decrease",
+    "min_samples_leaf", "min_samples_split", "min_weight_fraction_leaf", "monotonic_cst",
+    "n_estimators", "n_jobs", "oob_score", "random_state", "verbose", "warm_start",
+)
+
 MANIFEST = PaperManifest(
     paper="baselines",
     algorithms=[
@@ -16,6 +24,7 @@ MANIFEST = PaperManifest(
             description="Breiman's random forest (scikit-learn), non-private reference.",
             default_params={"n_estimators": 100, "n_jobs": 1},
             tree_params=TreeParams(trees="n_estimators", depth="max_depth"),
+            param_names=_BREIMAN_RF_PARAMS,
         ),
     ],
     common_test_params={"breiman_rf": {"n_estimators": 10}},

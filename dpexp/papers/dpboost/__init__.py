@@ -5,7 +5,7 @@ Modules: :mod:`.estimators` (the estimators on the shared grower), :mod:`.honest
 :mod:`.audit` (end-to-end audit targets).
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
+from dpexp.registry import PUBLIC_PARAMS, AlgorithmInfo, PaperManifest, TreeParams
 
 _MOD = "dpexp.papers.dpboost.estimators"
 _PAPER = "dpboost-li-2020"
@@ -14,6 +14,24 @@ _DP_TARGETS = {
     "regression": f"{_MOD}:DPBoostRegressor",
 }
 _SMALL = {"n_trees": 5, "max_depth": 3, "learning_rate": 0.3}
+#: The NP GBDT's parameters (classifier and regressor), the public metadata's among them.
+_NP_PARAMS = PUBLIC_PARAMS + (
+    "binning", "learning_rate", "loss", "max_bins", "max_depth", "min_samples_leaf", "n_trees",
+    "random_state", "reg_lambda",
+)
+#: DPBoost's and its SEQ / PARA baselines' parameters (one estimator family, ``mode``).
+_DP_PARAMS = PUBLIC_PARAMS + (
+    "accountant", "binning", "epsilon", "exact_growth", "g_star", "gdf", "glc",
+    "glc_per_ensemble", "init_score", "learning_rate", "loss", "max_bins", "max_depth",
+    "min_child_samples", "mode", "n_trees", "noise_rng", "num_leaves", "objective",
+    "random_state", "reg_lambda", "split_budget_divisor", "trees_per_ensemble",
+)
+#: DPBoost (clipped)'s parameters.
+_HONEST_PARAMS = PUBLIC_PARAMS + (
+    "accountant", "binning", "count_fraction", "epsilon", "g_star", "glc", "hessian",
+    "init_clip", "init_fraction", "leaf", "learning_rate", "max_bins", "max_depth", "n_trees",
+    "noise_rng", "random_state", "reg_lambda", "trees_per_ensemble",
+)
 
 MANIFEST = PaperManifest(
     paper=_PAPER,
@@ -23,18 +41,21 @@ MANIFEST = PaperManifest(
             description="DPBoost: GDF + GLC + ensemble of ensembles (Li et al. 2020, Alg. 1-2).",
             default_params={"mode": "dpboost"},
             tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
+            param_names=_DP_PARAMS,
         ),
         AlgorithmInfo(
             name="seq", targets=_DP_TARGETS, private=True, paper=_PAPER,
             description="SEQ baseline: every tree on all data, epsilon/T each (Section 4).",
             default_params={"mode": "seq"},
             tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
+            param_names=_DP_PARAMS,
         ),
         AlgorithmInfo(
             name="para", targets=_DP_TARGETS, private=True, paper=_PAPER,
             description="PARA baseline: each tree on half the unused data, full epsilon (Section 4).",
             default_params={"mode": "para"},
             tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
+            param_names=_DP_PARAMS,
         ),
         AlgorithmInfo(
             name="dpboost_honest",
@@ -47,6 +68,7 @@ MANIFEST = PaperManifest(
                         "logistic/square gradients instead of GDF, a constant hessian, a noisy "
                         "initial score and noisy sum/count leaves, all charged to epsilon.",
             tree_params=TreeParams(trees="n_trees", per_ensemble="trees_per_ensemble", depth="max_depth"),
+            param_names=_HONEST_PARAMS,
         ),
         AlgorithmInfo(
             name="np_gbdt",
@@ -57,6 +79,7 @@ MANIFEST = PaperManifest(
             private=False, paper=_PAPER,
             description="NP: non-private GBDT on the same engine (Section 4).",
             tree_params=TreeParams(trees="n_trees", depth="max_depth"),
+            param_names=_NP_PARAMS,
         ),
     ],
     audit_targets=["dpexp.papers.dpboost.audit:AUDIT_TARGETS"],

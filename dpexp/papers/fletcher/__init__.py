@@ -3,7 +3,7 @@ comparators JPW, FS (DiffP-C4.5) and diffprivlib.
 
 Modules: :mod:`.forest` (the forest), :mod:`.trees` (data-independent trees, compiled
 routing), :mod:`.comparators`, :mod:`.procedures` (Tables 2, 4, 5, 6; the Fig. 11 FS ablation),
-:mod:`.ablations` (the Fig. 11 JPW tree-vote ablation), :mod:`.audit`.
+:mod:`.ablations` (the Fig. 11 JPW tree-vote ablation; :mod:`.shared_structure`), :mod:`.audit`.
 """
 
 from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
@@ -13,6 +13,15 @@ _FOREST = "dpexp.papers.fletcher.forest"
 _COMP = "dpexp.papers.fletcher.comparators"
 _PROC = "dpexp.papers.fletcher.procedures"
 _ABL = "dpexp.papers.fletcher.ablations"
+#: Parameter names (``AlgorithmInfo.param_names``): the public metadata the runner fills
+#: in, what a private estimator adds, then each estimator's.
+_PUBLIC = ("categorical_features", "classes", "feature_domain", "n_categories")
+_DP = ("accountant", "epsilon", "noise_rng")
+_FOREST_NP_PARAMS = _PUBLIC + ("max_depth", "n_trees", "random_state")
+_FOREST_PARAMS = _FOREST_NP_PARAMS + _DP + ("disjoint", "leaf_rule")
+_FS_PARAMS = _PUBLIC + _DP + ("max_depth", "random_state")
+_JPW_PARAMS = _FS_PARAMS + ("depth_epsilon_share", "n_records", "n_trees")
+_DIFFPRIVLIB_PARAMS = _DP + ("classes", "feature_domain", "max_depth", "n_trees", "random_state")
 _NOISY = ("differentially private: on the checks' tiny data sets the privacy noise "
           "(and, for the forest, one disjoint subset of a few records per tree) dominates")
 
@@ -31,6 +40,7 @@ MANIFEST = PaperManifest(
             ),
             default_params={"n_trees": 100},
             tree_params=TreeParams(trees="n_trees", depth="max_depth"),
+            param_names=_FOREST_PARAMS,
         ),
         AlgorithmInfo(
             name="fletcher_forest_np",
@@ -40,18 +50,19 @@ MANIFEST = PaperManifest(
             description="Non-private version of the Fletcher-Islam forest (eps = inf, all data per tree).",
             default_params={"n_trees": 100},
             tree_params=TreeParams(trees="n_trees", depth="max_depth"),
+            param_names=_FOREST_NP_PARAMS,
         ),
         AlgorithmInfo(
             name="jpw", targets={"classification": f"{_COMP}:JPWForestClassifier"}, private=True,
             paper=_PAPER, description="JPW DP random decision forest (Jagannathan et al. 2012), 10 trees.",
             default_params={"n_trees": 10},
-            tree_params=TreeParams(trees="n_trees", depth="max_depth"),
+            tree_params=TreeParams(trees="n_trees", depth="max_depth"), param_names=_JPW_PARAMS,
         ),
         AlgorithmInfo(
             name="fs_c45", targets={"classification": f"{_COMP}:FSTreeClassifier"}, private=True,
             paper=_PAPER, description="Friedman & Schuster (2010) DiffP-C4.5, one greedy DP tree of depth 5.",
             default_params={"max_depth": 5},
-            tree_params=TreeParams(depth="max_depth"),
+            tree_params=TreeParams(depth="max_depth"), param_names=_FS_PARAMS,
         ),
         AlgorithmInfo(
             name="diffprivlib_rf", targets={"classification": f"{_COMP}:DiffprivlibForestClassifier"},
@@ -59,6 +70,7 @@ MANIFEST = PaperManifest(
             description="IBM diffprivlib RandomForestClassifier (optional [peers] extra).",
             default_params={"n_trees": 100}, requires=("diffprivlib",),
             tree_params=TreeParams(trees="n_trees", depth="max_depth"),
+            param_names=_DIFFPRIVLIB_PARAMS,
         ),
     ],
     procedures={name: f"{_PROC}:{name}" for name in

@@ -30,13 +30,15 @@ reading, on the same fit, so the two differ only in the part under test.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpexp.experiments.metrics import Evaluation, auc, f1_minority
-from dpexp.papers.fletcher.comparators import JPWForestClassifier
-from dpexp.papers.fletcher.forest import FletcherForestClassifier, leaf_counts
-from dpexp.papers.fletcher.trees import route_forest
+
+if TYPE_CHECKING:  # annotations only: the estimators load where a procedure runs
+    from dpexp.papers.fletcher.comparators import JPWForestClassifier
+    from dpexp.papers.fletcher.forest import FletcherForestClassifier
 
 _META_KEYS = ("feature_domain", "categorical_features", "n_categories", "classes")
 
@@ -117,6 +119,9 @@ def fletcher_jpw_vote(ctx) -> dict[str, float]:
     Figs. 12 and 13; ``..._tree_mean``: the mean of the trees' leaf distributions, with
     ``accuracy_tree_mean``) and ``depth``.
     """
+    # lazy: the comparators load scikit-learn and numba; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.fletcher.comparators import JPWForestClassifier
+
     n_trees = int(ctx.params.get("n_trees", 10))
     max_depth = ctx.params.get("max_depth")
     model = JPWForestClassifier(
@@ -145,6 +150,10 @@ def fletcher_jpw_vote(ctx) -> dict[str, float]:
 def exact_leaf_frequencies(model: FletcherForestClassifier, X_train, y_enc: np.ndarray, X) -> np.ndarray:
     """``(n, C)`` mean over the trees of the exact class frequencies of the leaf each row of
     ``X`` reaches, from each tree's own training records (uniform where none). NOT DP."""
+    # lazy: the forest's routing is compiled (numba); `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.fletcher.forest import leaf_counts
+    from dpexp.papers.fletcher.trees import route_forest
+
     X_train = np.asarray(X_train, dtype=np.float64)
     C, T = model.classes_.size, model.n_trees_
     test_keys = route_forest(model.schema_, model.seeds_, np.asarray(X, dtype=np.float64))
@@ -170,6 +179,9 @@ def fletcher_exact_leaf_scores(ctx) -> dict[str, float]:
     ``accuracy_exact``, ``auc_exact``, ``f1_minority_exact`` of the arg-max / scores of the
     exact leaf frequencies (not DP; binary tasks only for AUC and F1).
     """
+    # lazy: the forest loads scikit-learn and numba; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.fletcher.forest import FletcherForestClassifier
+
     model = FletcherForestClassifier(
         epsilon=ctx.epsilon, n_trees=int(ctx.params.get("n_trees", 100)),
         leaf_rule=ctx.params.get("leaf_rule", "smooth_2017"), random_state=ctx.random_state,
@@ -189,15 +201,6 @@ def fletcher_exact_leaf_scores(ctx) -> dict[str, float]:
     }
 
 
-class SharedStructureForest(FletcherForestClassifier):
-    """The forest with one random structure for all its trees (ablation only)."""
-
-    @staticmethod
-    def _tree_seeds(ss_struct: np.random.SeedSequence, n_trees: int) -> np.ndarray:
-        first = FletcherForestClassifier._tree_seeds(ss_struct, 1)
-        return np.repeat(first, n_trees)
-
-
 def fletcher_shared_structure(ctx) -> dict[str, float]:
     """Accuracy of the forest with independent trees (``accuracy``, the shipped forest) and
     with one structure shared by all trees (``accuracy_shared``), same split and budget.
@@ -205,6 +208,10 @@ def fletcher_shared_structure(ctx) -> dict[str, float]:
     ``params``: ``leaf_rule`` (``smooth_2017``), ``n_trees`` (100), ``disjoint`` (True),
     ``max_depth`` (None: Theorem 2; ``m`` / ``half_m`` as the forest takes them).
     """
+    # lazy: the forests load scikit-learn and numba; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.fletcher.forest import FletcherForestClassifier
+    from dpexp.papers.fletcher.shared_structure import SharedStructureForest
+
     kwargs = dict(
         epsilon=ctx.epsilon, n_trees=int(ctx.params.get("n_trees", 100)),
         leaf_rule=ctx.params.get("leaf_rule", "smooth_2017"), disjoint=bool(ctx.params.get("disjoint", True)),

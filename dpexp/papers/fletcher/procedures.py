@@ -27,9 +27,6 @@ import math
 
 import numpy as np
 
-from dpexp.papers.fletcher.comparators import FSTreeClassifier
-from dpexp.papers.fletcher.trees import theorem2_depth
-
 
 def smooth_sensitivity(j: float, epsilon: float) -> float:
     """Theorem 1, Eq. 8: S*(u, x) = exp(-j epsilon)."""
@@ -59,6 +56,9 @@ def fletcher_table2(ctx) -> dict[str, float]:
 
 
 def fletcher_table4(ctx) -> dict[str, float]:
+    # lazy: the trees package compiles its routing kernels (numba); `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.fletcher.trees import theorem2_depth
+
     ds = ctx.dataset
     cat = np.asarray(ds.categorical_features, dtype=bool)
     r = int(cat.sum())
@@ -111,6 +111,9 @@ def fletcher_fs_as_discrete(ctx) -> dict[str, float]:
     and its accuracy is about the majority rate. Returns that accuracy, the accuracy of the
     training fold's majority label, and the largest domain size.
     """
+
+    # lazy: the comparators load scikit-learn and numba; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.fletcher.comparators import FSTreeClassifier
 
     Xtr, Xte, sizes = _rank_codes(ctx.X_train, ctx.X_test)
     classes = ctx.dataset.public_metadata().get("classes")

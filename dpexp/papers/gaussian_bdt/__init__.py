@@ -4,10 +4,15 @@ noisy clipped-sum/count leaves, (epsilon, delta) accounting.
 Modules: :mod:`.estimators`, :mod:`.audit`.
 """
 
-from dpexp.registry import AlgorithmInfo, PaperManifest, TreeParams
+from dpexp.registry import PUBLIC_PARAMS, AlgorithmInfo, PaperManifest, TreeParams
 
 _MOD = "dpexp.papers.gaussian_bdt.estimators"
 _PAPER = "gaussian-bdt-peinemann-slides"
+#: The estimators' parameters (classifier and regressor), the public metadata's among them.
+_PARAMS = PUBLIC_PARAMS + (
+    "accountant", "binning", "calibration", "clip", "delta", "epsilon", "learning_rate",
+    "max_bins", "max_depth", "n_trees", "noise_rng", "random_state",
+)
 
 MANIFEST = PaperManifest(
     paper=_PAPER,
@@ -20,6 +25,7 @@ MANIFEST = PaperManifest(
             description="Gaussian-mechanism boosted decision trees: random splits, Gaussian "
                         "noisy clipped-sum/count leaves, (eps, delta) accounting (Peinemann).",
             tree_params=TreeParams(trees="n_trees", depth="max_depth"),
+            param_names=_PARAMS,
         ),
     ],
     audit_targets=["dpexp.papers.gaussian_bdt.audit:AUDIT_TARGETS"],

@@ -9,14 +9,6 @@ own records) and ``c_2`` (train one tree) measured in the same run.
 
 from __future__ import annotations
 
-from dpexp.papers.inprivate.estimators import (
-    InPrivateClassifier,
-    InPrivateNPClassifier,
-    InPrivateNPRegressor,
-    InPrivateRegressor,
-)
-from dpexp.papers.inprivate.schedule import durations, eq18_seconds, eq19_seconds
-
 _ESTIMATOR_KEYS = {
     "records_per_participant", "n_records", "depth", "binning", "max_bins", "internal_fraction",
     "residual_clip", "learning_rate",
@@ -50,6 +42,15 @@ def inprivate_schedule_timing(ctx) -> dict[str, float]:
         raise ValueError(f"inprivate_schedule_timing: unknown params {sorted(unknown)}")
     if report not in ("measured", "equation"):
         raise ValueError(f"report must be 'measured' or 'equation', got {report!r}")
+    # lazy: the estimators load scikit-learn and numba; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from dpexp.papers.inprivate.estimators import (
+        InPrivateClassifier,
+        InPrivateNPClassifier,
+        InPrivateNPRegressor,
+        InPrivateRegressor,
+    )
+    from dpexp.papers.inprivate.schedule import durations, eq18_seconds, eq19_seconds
+
     ds = ctx.dataset
     cls = {("classification", True): InPrivateClassifier, ("regression", True): InPrivateRegressor,
            ("classification", False): InPrivateNPClassifier,

@@ -18,7 +18,6 @@ accountant's spend is checked against epsilon and returned as ``epsilon_spent``.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import roc_auc_score, roc_curve
 
 from dpexp.errors import BudgetExceededError
 from dpexp.registry import get_algorithm, make_estimator
@@ -61,6 +60,9 @@ def xgbdp_feature_importance(ctx) -> dict:
 
 def roc_points(y_true: np.ndarray, score: np.ndarray, grid_size: int = 101) -> dict[int, float]:
     """TPR at FPR = 0, 1, ..., 100 % (upper envelope of the empirical ROC curve)."""
+    # lazy: scikit-learn takes ~1 s to load; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from sklearn.metrics import roc_curve
+
     fpr, tpr, _ = roc_curve(y_true, score)
     grid = np.linspace(0.0, 1.0, grid_size)
     idx = np.searchsorted(fpr, grid, side="right") - 1
@@ -69,6 +71,9 @@ def roc_points(y_true: np.ndarray, score: np.ndarray, grid_size: int = 101) -> d
 
 def xgbdp_roc(ctx) -> dict:
     """Fig. 2: ROC curve (``roc_tpr`` over FPR percent) and AUC on the test split."""
+    # lazy: scikit-learn takes ~1 s to load; `dpexp list` and `plan` import this module only to read the procedures' flags
+    from sklearn.metrics import roc_auc_score
+
     est, spent = fit_for_cell(ctx)
     pos = est.classes_[-1]
     score = est.predict_proba(ctx.X_test)[:, -1]

@@ -132,8 +132,8 @@ def test_exact_leaf_scores_read_each_trees_own_records():
 
 
 def test_shared_structure_forest_gives_every_tree_the_first_trees_structure():
-    from dpexp.papers.fletcher.ablations import SharedStructureForest
     from dpexp.papers.fletcher.forest import FletcherForestClassifier
+    from dpexp.papers.fletcher.shared_structure import SharedStructureForest
 
     rng = np.random.default_rng(4)
     X = rng.random((600, 3))

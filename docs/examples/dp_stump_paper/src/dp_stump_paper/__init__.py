@@ -14,4 +14,7 @@ MANIFEST = PaperManifest(
         ),
     ],
     common_test_params={"dp_stump": {"epsilon": 10.0}},
+    # the end-to-end privacy audit `dpexp audit --all` runs (and the coverage test requires)
+    audit_targets=["dp_stump_paper.audit:AUDIT_TARGETS"],
+    broken_audit_targets=["dp_stump_paper.audit:BROKEN_AUDIT_TARGETS"],
 )
