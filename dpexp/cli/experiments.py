@@ -22,17 +22,23 @@ def _cell_counts(spec, rdir: Path, available) -> dict[str, dict]:
     from its index when it matches the table: no table is read to count)."""
     # lazy: committed imports pandas (~0.25 s), which the other commands of this module skip
     from dpexp.experiments.cells import expand
-    from dpexp.experiments.committed import cached_digests, committed_digests
+    from dpexp.experiments.committed import (
+        VIEW_PREFIX,
+        cached_view_prefixes,
+        committed_digests,
+    )
     from dpexp.experiments.completion import completion, missing_packages
 
     counts = {}
     for sc in ("smoke", "paper"):
         scaled = spec.at_scale(sc)
         cells = expand(scaled, sc)
-        grid = {c.view_digest for c in cells}
-        done = cached_digests(scaled, sc, rdir) | committed_digests(scaled, sc, rdir)
-        c = completion(cells, lambda cell, d=done: cell.view_digest in d, available,
-                       missing_packages(scaled), outside=len(done - grid))
+        # by the cache files' view-digest prefixes (their names) and the committed indexes
+        grid = {c.view_digest[:VIEW_PREFIX] for c in cells}
+        done = (cached_view_prefixes(scaled, sc, rdir)
+                | {d[:VIEW_PREFIX] for d in committed_digests(scaled, sc, rdir)})
+        c = completion(cells, lambda cell, d=done: cell.view_digest[:VIEW_PREFIX] in d,
+                       available, missing_packages(scaled), outside=len(done - grid))
         counts[sc] = {"done": c.done, "here": c.here, "grid": c.grid, "outside": c.outside,
                       "datasets_missing": list(c.datasets_missing),
                       "packages_missing": list(c.packages_missing), "text": c.text()}

@@ -43,7 +43,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 
 __all__ = [
-    "SharedReads", "adopt_committed", "cached_digests", "committed_digests", "committed_payloads", "index_path",
+    "VIEW_PREFIX", "SharedReads", "adopt_committed", "cached_view_prefixes", "committed_digests", "committed_payloads", "index_path",
     "keep_committed_rows", "key_digest", "read_index", "row_key", "table_index", "table_path",
     "write_table", "write_table_text",
 ]
@@ -154,17 +154,25 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> se
     return digests
 
 
-def cached_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
-    """Row-key digests (:attr:`Cell.view_digest`) of the cache's cells of ``spec`` (every
-    seed; a ``cells_from`` spec: those of its grid), as
-    ``dpexp.experiments.results._own_cells`` reads them."""
-    payloads = [data for path in cache.cell_files(results_dir, spec.cells_id, scale)
-                if (data := cache.load_cell_file(path)[0]) is not None]
+#: How many hex digits of a cell's view digest its cache file name carries
+#: (:func:`dpexp.experiments.cache.cell_file_name`).
+VIEW_PREFIX = 12
+
+
+def cached_view_prefixes(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
+    """The first :data:`VIEW_PREFIX` hex digits of the row-key digests
+    (:attr:`Cell.view_digest`) of the cache's cells of ``spec`` (every seed; a
+    ``cells_from`` spec: those of its grid), read from the cell files' names: counting a
+    campaign's 30,000 cells must not parse 30,000 files (``dpexp list``). A corrupt file
+    counts here until a run, ``render`` or ``report`` reads it and sets it aside."""
+    names = [p.stem.split("-") for p in cache.cell_files(results_dir, spec.cells_id, scale)]
+    names = [n for n in names if len(n) == 2]
     if spec.cells_from:
-        seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
-        grid = {c.key for seed in seeds for c in expand(spec, scale, seed)}
-        payloads = [p for p in payloads if p["key"] in grid]
-    return {key_digest(_key(p["rows"][0])) for p in payloads if p["rows"]}
+        seeds = {int(p.parent.name.removeprefix("seed-"))
+                 for p in cache.cell_files(results_dir, spec.cells_id, scale)}
+        grid = {c.digest for seed in sorted(seeds) for c in expand(spec, scale, seed)}
+        names = [n for n in names if n[0] in grid]
+    return {view for _, view in names}
 
 
 def _key(values: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ import json, sys
 from dpexp.cli import app  # every command module, as `dpexp list` loads them
 from dpexp.experiments.catalog import load_catalog
 from dpexp.experiments.cells import Cell, uses_epsilon
-from dpexp.experiments.committed import cached_digests, committed_digests
+from dpexp.experiments.committed import cached_view_prefixes, committed_digests
 import dpexp.datasets.registry, dpexp.privacy
 
 catalog = load_catalog()
