@@ -271,17 +271,20 @@ def test_plan_all_with_algorithms_skips_the_experiments_without_them(results):
 # ------------------------------------------------------------------ single-threaded workers
 
 
-def _threads() -> tuple[str | None, int]:
-    import numba
-
-    return os.environ.get("NUMBA_NUM_THREADS"), numba.get_num_threads()
-
-
 def test_loky_workers_run_single_threaded(tmp_path, monkeypatch):
     import joblib
 
     from dpexp.experiments.backends import backend as _backend
     from dpexp.experiments.config import RunConfig
+
+    def _threads() -> tuple[str | None, int]:
+        # nested, so the workers get it by value: they cannot import this test module by
+        # name (autorank installs a top-level package called `tests` that shadows ours)
+        import os
+
+        import numba
+
+        return os.environ.get("NUMBA_NUM_THREADS"), numba.get_num_threads()
 
     monkeypatch.setenv("NUMBA_NUM_THREADS", "2")  # a parent setting does not carry over
     with _backend(RunConfig(results_dir=tmp_path, jobs=2)):

@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpexp.errors import DpexpError, check_epsilon
 from dpexp.privacy import Accountant
 from dpexp.privacy.budget import charges_budget
-from dpexp.privacy.public import public_classes
+from dpexp.privacy.public import DataDependentDomainWarning, public_classes, warn_outside_package
 from dpexp.privacy.randomness import estimator_streams
 
 #: The extra that installs the peers of the leaderboard.
@@ -76,6 +76,10 @@ class _DPEBM(BaseEstimator):
         self.accountant_ = Accountant(epsilon=epsilon, delta=float(self.delta))
         m = X.shape[1]
         if self.feature_domain is None:
+            warn_outside_package(
+                "feature_domain not given: interpret reads each feature's bounds from the "
+                "training data (not differentially private); pass feature_domain (the runner "
+                "passes the dataset's declared domain)", DataDependentDomainWarning)
             self.accountant_.mark_not_dp("feature_domain read from the training data")
             bounds = None  # interpret then reads each feature's min/max from the data
         else:
@@ -180,6 +184,10 @@ class DPEBMRegressor(RegressorMixin, _DPEBM):
     def fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         if self.label_domain is None:
+            warn_outside_package(
+                "label_domain not given: taking the label bounds from the training labels "
+                "(not differentially private); pass label_domain (the runner passes the "
+                "dataset's declared one)", DataDependentDomainWarning)
             low, high = float(np.min(y)), float(np.max(y))
             data_label_domain = True
         else:
