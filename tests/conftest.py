@@ -253,3 +253,17 @@ def rewrite_cached_cell(path: Path, change) -> dict:
     payload["checksum"] = payload_checksum(payload)
     path.write_text(json.dumps(payload))
     return payload
+
+
+def install_example_plugin(site: Path, package: Path) -> Path:
+    """``site`` holding a copy of the example plugin ``package`` and a dist-info declaring
+    its ``dpexp.papers`` entry point: the plugin installed, offline (put ``site`` on
+    ``PYTHONPATH``)."""
+    import shutil
+
+    shutil.copytree(package, site / package.name)
+    info = site / f"{package.name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dp-stump-paper\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[dpexp.papers]\ndp_stump = {package.name}\n")
+    return site

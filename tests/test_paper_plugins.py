@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import install_example_plugin
 
 import dpexp
 import dpexp.papers
@@ -45,13 +46,7 @@ TINY_SPEC = {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """A site directory holding the example package and its dist-info (an installed copy)."""
-    site = tmp_path_factory.mktemp("site")
-    shutil.copytree(PACKAGE, site / "dp_stump_paper")
-    info = site / "dp_stump_paper-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dp-stump-paper\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[dpexp.papers]\ndp_stump = dp_stump_paper\n")
-    return site
+    return install_example_plugin(tmp_path_factory.mktemp("site"), PACKAGE)
 
 
 def _cli(site: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

@@ -16,9 +16,10 @@ Accountant`` works as before.
 
 from __future__ import annotations
 
-import importlib
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpexp.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # the same names, for type checkers and the import-graph test
     from dpexp.errors import BudgetExceededError
@@ -81,16 +82,7 @@ _HOMES = MappingProxyType({
 })
 
 
-def __getattr__(name: str) -> Any:
-    """``dpexp.privacy.NAME``: the exported name from its module, imported on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals)
 
 
 __all__ = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import install_example_plugin
 
 import dpexp
 
@@ -45,13 +45,7 @@ NUMBERS = ["dataset", "label", "params", "epsilon", "fold", "metric", "step", "v
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The example installed: its package and a dist-info declaring the entry point."""
-    site = tmp_path_factory.mktemp("site")
-    shutil.copytree(PACKAGE, site / "dp_stump_paper")
-    info = site / "dp_stump_paper-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dp-stump-paper\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[dpexp.papers]\ndp_stump = dp_stump_paper\n")
-    return site
+    return install_example_plugin(tmp_path_factory.mktemp("site"), PACKAGE)
 
 
 @pytest.fixture(scope="module")
