@@ -101,3 +101,28 @@ def test_key_names_library_versions_and_shape():
     assert generated.draw_shape({"n_samples": 50, "n_informative": 3, "n_random": 4}, {},
                                 20) == (20, 7)
     assert generated.draw_shape({"n_samples": 50}, {}, None) == (50, None)
+
+
+def test_two_processes_needing_one_missing_draw_draw_it_once(small_threshold, monkeypatch):
+    """The second loader waits on the draw's lock, then reads the first one's file: two
+    workers of a campaign never hold two 9 GiB draws at once."""
+    import threading
+    import time
+
+    calls = []
+
+    def slow(options, params, max_rows):
+        calls.append(max_rows)
+        time.sleep(0.3)  # long enough for the other thread to arrive while this one draws
+        return generate_synthetic(options, params, max_rows)
+
+    monkeypatch.setattr("dpexp.datasets.core.generate_synthetic", slow)
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(
+        load_dataset("synthetic_cls", max_rows=300, progress=False))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [300]
+    np.testing.assert_array_equal(out[0].X, out[1].X)
