@@ -44,6 +44,9 @@ class AlgorithmRef:
     procedure: str | None = None  # or a registered procedure
     params: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list] = field(default_factory=dict)
+    #: A twin series of ``dpexp run --dp-domains``: this share of each cell's epsilon pays
+    #: for the dataset's undeclared domains, and the series runs only on such datasets.
+    dp_domain_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ class ExperimentSpec:
     written_datasets: tuple[DatasetRef, ...] = ()
     #: The scale this spec is resolved at ("" as written).
     scale: str = ""
+    #: ``dp_domains``: the share of each private cell's epsilon that pays for the domains
+    #: its dataset does not declare (:mod:`dpexp.experiments.paid_domains`); None: observed.
+    dp_domains: float | None = None
 
     @property
     def cells_id(self) -> str:

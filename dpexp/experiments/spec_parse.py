@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from dpexp.errors import SpecError
+from dpexp.experiments.harness_params import check_share
 from dpexp.experiments.metrics import METRICS
 from dpexp.experiments.spec import (
     SCALES,
@@ -53,7 +54,7 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_
 _TOP_KEYS = {
     "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
     "algorithms", "epsilons", "cv", "metrics", "plot", "table", "scales", "paper_values",
-    "claims", "privacy_caveats", "significance", "cells_from",
+    "claims", "privacy_caveats", "significance", "cells_from", "dp_domains",
 }
 _ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
 _DATASET_KEYS = {"name", "params", "label"}
@@ -104,6 +105,8 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         privacy_caveats=tuple(raw.get("privacy_caveats") or ()),
         significance=_significance(path, raw.get("significance")),
         cells_from=_cells_from(path, raw), written_datasets=datasets,
+        dp_domains=(check_share(raw["dp_domains"], f"{path.name}: key 'dp_domains'")
+                    if "dp_domains" in raw else None),
     )
 
 
