@@ -251,7 +251,8 @@ def unsupported_notes(spec: ExperimentSpec) -> list[str]:
         if declared:
             names = ", ".join(declared[:3]) + (", ..." if len(declared) > 3 else "")
             noun = "dataset" if len(declared) == 1 else "datasets"
-            notes.append(f"{algo.label}: skipped {len(declared)} {noun} ({names}): they declare "
+            they = "it declares" if len(declared) == 1 else "they declare"
+            notes.append(f"{algo.label}: skipped {len(declared)} {noun} ({names}): {they} "
                          "every domain, so this twin would be the original series")
         skipped = [d.key for d in spec.datasets if not supports(algo, tasks[d.key])]
         if not skipped:

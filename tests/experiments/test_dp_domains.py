@@ -25,6 +25,7 @@ from dpexp.datasets import load_dataset
 from dpexp.datasets.registry import get_dataset_info
 from dpexp.errors import BudgetExceededError, SpecError
 from dpexp.experiments import execute
+from dpexp.experiments.catalog import resolve
 from dpexp.experiments.cells import expand
 from dpexp.experiments.harness_params import DP_DOMAIN_SHARE, estimator_params
 from dpexp.experiments.paid_domains import domain_noise, pay_for_domains
@@ -244,3 +245,41 @@ def test_a_real_regression_dataset_pays_for_its_label_range_too(tmp_path):
     assert (table["epsilon_spent"] <= table["epsilon"] * (1 + 1e-9)).all()
     assert set(table["domain_source"]) == {
         "paid (dp_feature_domain, epsilon 0.1 of 1: 7 of 8 features, label range)"}
+
+
+def test_the_leaderboard_keeps_the_keys_of_its_declared_and_non_private_cells():
+    spec = resolve("leaderboard")
+    assert spec.dp_domains == 0.1
+    new = {c.view_key: c.key for c in expand(spec.at_scale("paper"), "paper")}
+    old = {c.view_key: c.key for c in expand(replace(spec, dp_domains=None).at_scale("paper"), "paper")}
+    kept = [c for c in expand(replace(spec, dp_domains=None).at_scale("paper"), "paper")
+            if get_dataset_info(c.dataset.name).declares_every_domain
+            or not get_algorithm(c.algorithm).private]
+    assert kept and all(new.get(c.view_key) == c.key for c in kept)
+    paid = [k for k in old if k not in new]
+    assert paid and all(not get_dataset_info(json.loads(k)["dataset"]).declares_every_domain
+                        for k in paid)
+
+
+def test_run_dp_domains_adds_twins_only_where_a_domain_is_undeclared(tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "twins.yaml").write_text(yaml.safe_dump({**SPEC, "id": "twins"}))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DPEXP_EXPERIMENTS_DIR", str(specs))
+        res = CliRunner().invoke(app, ["run", "twins", "--results-dir", str(tmp_path / "results"),
+                                       "--no-render", "-q", "--dp-domains"])
+        assert res.exit_code == 0, res.output
+        assert ("Gaussian BDT (DP domains): skipped 1 dataset (weather_temperature): it declares "
+                "every domain") in res.output
+        bad = CliRunner().invoke(app, ["run", "twins", "--results-dir", str(tmp_path / "results"),
+                                       "--no-render", "-q", "--dp-domain-share", "1.5"])
+    assert bad.exit_code != 0 and "--dp-domain-share must be a number strictly between 0 and 1" in bad.output
+    table = pd.read_csv(tmp_path / "results" / "twins" / "results-smoke.csv")
+    twin = table[table.label == "Gaussian BDT (DP domains)"]
+    assert set(twin["dataset"]) == {"synthA"} and twin["private"].all()
+    assert set(twin[f"p_{DP_DOMAIN_SHARE}"]) == {0.1}
+    assert twin["domain_source"].str.startswith("paid").all()
+    original = table[(table.label == "Gaussian BDT") & (table.dataset == "synthA")]
+    assert len(original) and not original["private"].any()
+    assert set(table.label) == {"Gaussian BDT", "Gaussian BDT (DP domains)", "RF"}  # no RF twin
