@@ -255,7 +255,8 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
     info = get_algorithm(cell.algorithm)
     size = _training_size(cell, spec, data)
     _warm_up(cell, data, random_state, size.n)
-    paid = _paid_domains(cell, info, data)
+    paid = paid_domains_of(cell, info, ds, data.X_train, data.y_train,
+                           rng=domain_noise(cell.seed, cell.seed_key))
     # Reproducible noise is the runner's explicit choice (every row says so, ``noise``).
     est = make_estimator(
         cell.algorithm, ds.task, cell_params(cell, size.n),
@@ -284,17 +285,18 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
                     domain_source=domain_source)
 
 
-def _paid_domains(cell: Cell, info, data: _Split) -> PaidDomains | None:
-    """The cell's paid domain release (``dp_domain_share``), on the training fold only;
-    None without the parameter or when the dataset declares every domain."""
+def paid_domains_of(cell: Cell, info, dataset, X_train, y_train, *,
+                    rng: np.random.Generator) -> PaidDomains | None:
+    """The cell's paid domain release (``dp_domain_share``) on its training fold, with the
+    noise stream ``rng`` (the runner's: :func:`~dpexp.experiments.paid_domains.domain_noise`
+    of the cell); None without the parameter or when the dataset declares every domain."""
     share = domain_share(cell.params)
     if share is None:
         return None
     if not info.private:
         raise SpecError(f"{cell.algorithm} is not private: {DP_DOMAIN_SHARE} is for private "
                         "algorithms only (a non-private fit has no epsilon to share).")
-    return pay_for_domains(data.dataset, data.X_train, data.y_train, share=share,
-                           epsilon=cell.epsilon, rng=domain_noise(cell.seed, cell.seed_key))
+    return pay_for_domains(dataset, X_train, y_train, share=share, epsilon=cell.epsilon, rng=rng)
 
 
 def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[str, str]) -> dict:

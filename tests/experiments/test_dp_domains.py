@@ -213,7 +213,8 @@ def test_a_non_private_algorithm_refuses_the_share():
     cell = next(c for c in expand(spec, "smoke") if c.algorithm == "breiman_rf")
     cell = replace(cell, params={**cell.params, DP_DOMAIN_SHARE: 0.1})
     with pytest.raises(SpecError, match="not private"):
-        execute._paid_domains(cell, get_algorithm("breiman_rf"), execute._Split())
+        execute.paid_domains_of(cell, get_algorithm("breiman_rf"), None, None, None,
+                                rng=np.random.default_rng(0))
 
 
 def test_observed_cells_of_a_paying_series_are_stale():
