@@ -6,8 +6,7 @@ Two kinds of declaration, both lists of :class:`~dpexp.audit.targets.AuditTarget
 * :data:`BUILTIN_TARGET_LISTS`, the audit package's own targets:
   :mod:`dpexp.audit.mechanism_targets` (mechanisms, demo forest),
   :mod:`dpexp.audit.domain_targets` (the DP feature-domain estimate of
-  :mod:`dpexp.privacy.bounds`), :mod:`dpexp.audit.paid_domain_targets` (the runner's paid
-  domain, ``dp_domain_share``) and :mod:`dpexp.audit.broken_targets` (deliberately broken
+  :mod:`dpexp.privacy.bounds`) and :mod:`dpexp.audit.broken_targets` (deliberately broken
   fixtures that test the audit itself);
 * every paper's manifest (:func:`dpexp.registry.paper_manifests`: the ``dpexp.papers``
   packages, the ``dpexp.papers`` entry points and ``registry.EXTRA_PAPERS``) names its
@@ -50,8 +49,6 @@ BUILTIN_TARGET_LISTS: tuple[tuple[str, bool], ...] = (
     ("dpexp.audit.mechanism_targets:AUDIT_TARGETS", False),
     ("dpexp.audit.domain_targets:AUDIT_TARGETS", False),
     ("dpexp.audit.domain_targets:BROKEN_AUDIT_TARGETS", True),
-    ("dpexp.audit.paid_domain_targets:AUDIT_TARGETS", False),
-    ("dpexp.audit.paid_domain_targets:BROKEN_AUDIT_TARGETS", True),
     ("dpexp.audit.broken_targets:BROKEN_AUDIT_TARGETS", True),
 )
 

@@ -1,4 +1,5 @@
-"""Audit targets of the runner's paid domain (``dp_domain_share``, issues 38 and 44).
+"""Audit targets of the runner's paid domain (``dp_domain_share``, issues 38 and 44), with
+the Fletcher-Islam forest as the estimator (collected by :mod:`dpexp.papers.fletcher.audit`).
 
 A cell on a dataset without a declared domain may pay part of its epsilon for one
 (:mod:`dpexp.experiments.paid_domains`). These targets fit through the runner's own steps
@@ -32,7 +33,7 @@ from dpexp.audit.paths import exact_code
 from dpexp.audit.runner_path import RunnerCase, runner_fit, tiny_info
 from dpexp.audit.targets import AuditTarget
 
-__all__ = ["AUDIT_TARGETS", "BROKEN_AUDIT_TARGETS"]
+__all__ = ["BROKEN_PAID_DOMAIN_TARGETS", "PAID_DOMAIN_TARGETS"]
 
 #: Output of a fit whose row says not DP: no DP claim is made, one symbol for all.
 NOT_DP = 0
@@ -87,5 +88,5 @@ def _target(broken: bool) -> AuditTarget:
         quick_samples=QUICK, algorithm="fletcher_forest")
 
 
-AUDIT_TARGETS: list[AuditTarget] = [_target(broken=False)]
-BROKEN_AUDIT_TARGETS: list[AuditTarget] = [_target(broken=True)]
+PAID_DOMAIN_TARGETS: list[AuditTarget] = [_target(broken=False)]
+BROKEN_PAID_DOMAIN_TARGETS: list[AuditTarget] = [_target(broken=True)]
