@@ -284,3 +284,13 @@ def test_run_dp_domains_adds_twins_only_where_a_domain_is_undeclared(tmp_path):
     original = table[(table.label == "Gaussian BDT") & (table.dataset == "synthA")]
     assert len(original) and not original["private"].any()
     assert set(table.label) == {"Gaussian BDT", "Gaussian BDT (DP domains)", "RF"}  # no RF twin
+
+
+@pytest.mark.parametrize(("algorithm", "value", "words"), [
+    ({"name": "breiman_rf", "label": "RF"}, 0.1, "for registered private algorithms only"),
+    ({"name": "gaussian_bdt", "label": "G"}, 2.0, "dp_domain_share must be a number strictly"),
+])
+def test_an_explicit_share_is_checked_where_it_is_written(algorithm, value, words):
+    spec = {**SPEC, "algorithms": [{**algorithm, "params": {DP_DOMAIN_SHARE: value}}]}
+    with pytest.raises(SpecError, match=words):
+        parse_spec(spec, Path("paid.yaml"))
