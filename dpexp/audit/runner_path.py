@@ -15,14 +15,19 @@ with the row's ``private`` verdict:
 * noise: the runner's source, :func:`dpexp.privacy.randomness.seeded_noise` of a seed the
   attacker does not know (the audit draws it per fit);
 * verdict: the runner's ``privacy_of`` with the harness's public-input reasons
-  (:func:`dpexp.experiments.flags.public_input_reasons`).
+  (:func:`dpexp.experiments.flags.public_input_reasons`);
+* paid domains: a case whose params hold ``dp_domain_share`` releases the observed domain
+  under DP first (the runner's :func:`dpexp.experiments.execute.paid_domains_of`, its noise
+  keyed by the fit's unknown seed as the runner keys it by the cell's) and fits with the
+  rest of the budget on the released domain.
 
 Left out: loading and the loader's integrity check (data that disagree with the declared
 row count are a ``DatasetError``): a neighbour of the declared dataset always disagrees
 with it, so the audited release is the fit the runner would make with the declared,
 public parameters. The broken twins pass ``n_from_data=True`` (``n_records = len(X)``,
-the runner before issue #38) or ``honour_inputs=False`` (the row's verdict from the
-accountant alone, as before).
+the runner before issue #38), ``honour_inputs=False`` (the row's verdict from the
+accountant alone, as before) or ``observed_as_paid=True`` (the domain release is charged
+and the row says ``paid``, but the estimator gets the observed domain).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from dpexp.experiments import execute
 from dpexp.experiments.cells import Cell
 from dpexp.experiments.design import N_FROM_DATA, declared_training_rows, declares_size
 from dpexp.experiments.flags import public_input_reasons
+from dpexp.experiments.paid_domains import domain_noise
 from dpexp.experiments.spec import CVScheme, DatasetRef
 from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import get_algorithm, make_estimator
@@ -115,18 +121,26 @@ def _training_size(case: RunnerCase, cell: Cell, n_loaded: int, n_from_data: boo
 
 
 def runner_fit(case: RunnerCase, X: np.ndarray, y: np.ndarray, *, epsilon: float,
-               noise_seed: int, n_from_data: bool = False, honour_inputs: bool = True) -> RunnerFit:
+               noise_seed: int, n_from_data: bool = False, honour_inputs: bool = True,
+               observed_as_paid: bool = False) -> RunnerFit:
     """Fit ``case.algorithm`` on ``(X, y)`` with the runner's parameters and verdict."""
     ds = _dataset(case.info, np.asarray(X, dtype=np.float64), np.asarray(y))
     cell = _cell(case, epsilon)
     n_train, n_reason = _training_size(case, cell, ds.n_rows, n_from_data)
     info = get_algorithm(case.algorithm)
+    paid = execute.paid_domains_of(cell, info, ds, ds.X, ds.y,
+                                   rng=domain_noise(int(noise_seed), cell.seed_key))
+    # BROKEN twin (observed_as_paid): charged and said paid, but the observed domain is used
+    public = paid.public if paid is not None and not observed_as_paid else ds.public_metadata()
     est = make_estimator(case.algorithm, ds.task, execute.cell_params(cell, n_train),
-                         epsilon=cell.epsilon, random_state=case.structure_seed,
-                         public=ds.public_metadata(), noise_rng=seeded_noise(int(noise_seed)))
+                         epsilon=paid.estimator_epsilon if paid is not None else cell.epsilon,
+                         random_state=case.structure_seed, public=public,
+                         noise_rng=seeded_noise(int(noise_seed)))
     est.fit(ds.X, ds.y)
     # as the runner: a count the algorithm does not take cannot make its row not DP
     n_reason = n_reason if declares_size(cell.algorithm, cell.params) else ""
-    inputs = public_input_reasons(ds.domain_source, n_reason) if honour_inputs else []
-    _, _, private, reason, _ = execute.privacy_of(cell, info, est, inputs)
+    source = paid.domain_source if paid is not None else ds.domain_source
+    inputs = public_input_reasons(source, n_reason) if honour_inputs else []
+    _, _, private, reason, _ = execute.privacy_of(
+        cell, info, est, inputs, paid.accountant if paid is not None else None)
     return RunnerFit(est, bool(private), reason)

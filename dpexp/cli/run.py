@@ -91,6 +91,8 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (a bar on a terminal, else a line every 30 s).")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Run a grid of more than 100,000 cells (refused without it).")] = False,
     shard: Annotated[str | None, typer.Option("--shard", metavar="K/N", callback=_check_shard, help="Compute only shard K of N (1-based, e.g. 2/4): the grid split alike on every machine, longest cells first by the committed tables' times; writes no table or figure. After the last shard, `dpexp run` on the union of the shards' caches writes them (README: paper scale on several machines).")] = None,
+    dp_domains: Annotated[bool, typer.Option("--dp-domains", help="Add a twin of every private series, labelled '<label> (DP domains)', that pays a share of each cell's epsilon (--dp-domain-share, default 0.1) for a DP feature domain / label range on the datasets that declare none (skipped on the others); the paper-faithful series keep the observed domain.")] = False,
+    dp_domain_share: Annotated[float | None, typer.Option("--dp-domain-share", metavar="SHARE", help="The share of each cell's epsilon the --dp-domains twins pay for their domains, in (0, 1); implies --dp-domains.")] = None,
 ):
     """Run one experiment: expand its grid into cells, run and cache them, then render."""
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
@@ -99,6 +101,7 @@ def run(
     from dpexp.experiments.cells import check_grid_size, unsupported_notes
     from dpexp.experiments.config import parse_shard
     from dpexp.experiments.environment import check_writable
+    from dpexp.experiments.harness_params import DEFAULT_SHARE
     from dpexp.experiments.spec import select
 
     if scheduler is not None and backend != "dask":
@@ -106,8 +109,9 @@ def run(
     before = _instant(recompute_before)
     rdir, fdir = dirs(results_dir, figures_dir)
     full = resolve(experiment)
+    share = dp_domain_share if dp_domain_share is not None else (DEFAULT_SHARE if dp_domains else None)
     spec = select(full.at_scale(scale), dataset or None, parse_list(algorithms, "--algorithms"),
-                  parse_epsilons(epsilons))
+                  parse_epsilons(epsilons), share)
     check_grid_size(spec, yes)
     skipped_tasks = unsupported_notes(spec)  # e.g. a classification-only method on regression data
     if skipped_tasks:  # one line per run, however many series or datasets

@@ -223,13 +223,19 @@ def summarize_domain_source(features: list[str], label: str | None) -> str:
     """One string for result rows: ``declared`` when every public value is declared, else
     ``observed (not DP: domain from data: <which>)``. Classes are always declared (the
     registry requires them)."""
+    what = observed_parts(features, label)
+    return DECLARED if not what else f"{OBSERVED} ({_NOT_DP}: {what})"
+
+
+def observed_parts(features: list[str], label: str | None) -> str:
+    """Which public values were observed, e.g. ``2 of 8 features, label range`` ("" if none)."""
     what = []
     n_obs = sum(s == OBSERVED for s in features)
     if n_obs:
         what.append(f"all {n_obs} features" if n_obs == len(features) else f"{n_obs} of {len(features)} features")
     if label == OBSERVED:
         what.append("label range")
-    return DECLARED if not what else f"{OBSERVED} ({_NOT_DP}: {', '.join(what)})"
+    return ", ".join(what)
 
 
 def _subsample(n: int, y, task: str, max_rows: int, seed: int) -> np.ndarray:

@@ -71,6 +71,22 @@ class DatasetInfo:
         text = json.dumps(shape, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
+    @property
+    def declares_every_domain(self) -> bool:
+        """Whether this entry declares every public domain its task needs, before any file
+        is read: every feature's range (``declared``, a ``declared_columns`` list, or named
+        columns plus the categorical ones with documented categories covering all
+        ``features``) and, for regression, the label range. The runner pays for the
+        others only when asked (``dp_domain_share``, :mod:`dpexp.experiments.paid_domains`)."""
+        spec = self.feature_domain
+        if self.task == "regression" and not isinstance(self.label_domain, dict):
+            return False
+        if isinstance(spec, dict) and ("declared" in spec or isinstance(spec.get("declared_columns"), list)):
+            return True
+        named = set(spec["declared_columns"]) if isinstance(spec, dict) else set()
+        named |= set(self.options.get("categories") or {})
+        return self.features is not None and len(named) >= self.features
+
     def domain_declaration(self) -> dict[str, str]:
         """What the registry declares about the public domain, before any file is read."""
         spec, out = self.feature_domain, {}

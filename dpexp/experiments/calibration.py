@@ -14,6 +14,7 @@ from dpexp.experiments.cells import Cell, canonical_json
 from dpexp.experiments.design import declared_training_rows, with_n_records
 from dpexp.experiments.environment import downloaded
 from dpexp.experiments.execute import WARMUP_ROWS
+from dpexp.experiments.harness_params import estimator_params
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
 from dpexp.experiments.timings import tree_params
 from dpexp.privacy.randomness import seeded_noise
@@ -160,7 +161,7 @@ class Calibrator:
         def fit(n: int) -> float:
             # the runner declares the training-fold size as n_records (with_n_records); the
             # calibration declares the rows it fits, n, which it chose; seeded noise, as a run
-            est = make_estimator(cell.algorithm, ds.task, with_n_records(cell.algorithm, params, n),
+            est = make_estimator(cell.algorithm, ds.task, with_n_records(cell.algorithm, estimator_params(params), n),
                                  epsilon=cell.epsilon if info.private else None, random_state=0,
                                  public=ds.public_metadata(), noise_rng=seeded_noise(0))
             # CPU time of this process: other processes on a shared machine do not inflate

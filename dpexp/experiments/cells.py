@@ -19,6 +19,7 @@ from typing import Any
 
 from dpexp.datasets.registry import get_dataset_info, load_registry
 from dpexp.errors import DpexpError
+from dpexp.experiments.harness_params import DP_DOMAIN_SHARE, pays_on
 from dpexp.experiments.procedures import get_procedure, procedure_flags
 from dpexp.experiments.spec import AlgorithmRef, CVScheme, DatasetRef, ExperimentSpec
 from dpexp.registry import get_algorithm
@@ -199,13 +200,60 @@ def supports(algo: AlgorithmRef, task: str | None) -> bool:
     return algo.name is None or task is None or task in get_algorithm(algo.name).targets
 
 
+def _registry_entry(name: str):
+    return load_registry().get(name)
+
+
+def is_twin_skipped(algo: AlgorithmRef, dataset: str) -> bool:
+    """Whether ``algo`` is a ``--dp-domains`` twin (:attr:`AlgorithmRef.dp_domain_share`)
+    and ``dataset`` declares every domain: there the twin would be the original series."""
+    return algo.dp_domain_share is not None and not pays_on(_registry_entry(dataset))
+
+
+def runs_on(algo: AlgorithmRef, dataset: DatasetRef, task: str | None) -> bool:
+    """Whether the grid has cells of series ``algo`` on ``dataset`` (of ``task``)."""
+    return supports(algo, task) and not is_twin_skipped(algo, dataset.name)
+
+
+def series_share(spec: ExperimentSpec, algo: AlgorithmRef) -> float | None:
+    """The ``dp_domain_share`` series ``algo`` asks for: the twin's share or the spec's
+    ``dp_domains``, for a registered private algorithm only; else None."""
+    share = algo.dp_domain_share if algo.dp_domain_share is not None else spec.dp_domains
+    if share is None or algo.name is None or not get_algorithm(algo.name).private:
+        return None
+    return share
+
+
+def pays_on_dataset(dataset: str) -> bool:
+    """Whether the registry entry of ``dataset`` (a name or a key ``name[params]``) leaves
+    a domain its task needs undeclared (a cell with a share pays for it there)."""
+    return pays_on(_registry_entry(str(dataset).split("[")[0]))
+
+
+def domain_share_of(spec: ExperimentSpec, algo: AlgorithmRef, dataset: str) -> float | None:
+    """The ``dp_domain_share`` of the cells of ``algo`` on ``dataset``: :func:`series_share`
+    on a dataset whose registry entry leaves a domain undeclared; else None (the cells keep
+    the keys they had)."""
+    share = series_share(spec, algo)
+    return share if share is not None and pays_on_dataset(dataset) else None
+
+
 def unsupported_notes(spec: ExperimentSpec) -> list[str]:
     """One line per series of ``spec`` that the grid skips on some datasets because its
     algorithm does not support their task, e.g. ``dp_stump: skipped 4 regression datasets
-    (abalone, ...): it supports classification only``."""
+    (abalone, ...): it supports classification only``, or because it is a ``--dp-domains``
+    twin and the datasets declare every domain."""
     tasks = {d.key: dataset_task(d.name) for d in spec.datasets}
     notes = []
     for algo in spec.algorithms:
+        declared = [d.key for d in spec.datasets
+                    if supports(algo, tasks[d.key]) and is_twin_skipped(algo, d.name)]
+        if declared:
+            names = ", ".join(declared[:3]) + (", ..." if len(declared) > 3 else "")
+            noun = "dataset" if len(declared) == 1 else "datasets"
+            they = "it declares" if len(declared) == 1 else "they declare"
+            notes.append(f"{algo.label}: skipped {len(declared)} {noun} ({names}): {they} "
+                         "every domain, so this twin would be the original series")
         skipped = [d.key for d in spec.datasets if not supports(algo, tasks[d.key])]
         if not skipped:
             continue
@@ -243,14 +291,13 @@ def count_cells(spec: ExperimentSpec) -> int:
     """The number of cells :func:`expand` gives for ``spec`` (at its scale), counted from
     the spec without making them (a 10^7-cell grid is refused before it fills memory)."""
     n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
-    per_task: dict[str | None, int] = {}  # the series a dataset of each task runs
-    for task in {dataset_task(d.name) for d in spec.datasets}:
-        per_task[task] = 0
-        for algo in spec.algorithms:
-            if supports(algo, task):
-                points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
-                per_task[task] += points * (len(spec.epsilons) if uses_epsilon(algo) else 1)
-    per_dataset = sum(per_task[dataset_task(d.name)] for d in spec.datasets)
+    per_series = {}  # cells per (fold, repeat) of each series on a dataset it runs on
+    for i, algo in enumerate(spec.algorithms):
+        points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
+        per_series[i] = points * (len(spec.epsilons) if uses_epsilon(algo) else 1)
+    tasks = {d.name: dataset_task(d.name) for d in spec.datasets}
+    per_dataset = sum(per_series[i] for d in spec.datasets for i, algo in enumerate(spec.algorithms)
+                      if runs_on(algo, d, tasks[d.name]))
     return per_dataset * spec.cv.repeats * n_folds
 
 
@@ -285,12 +332,15 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
         task = dataset_task(ds.name)
         metrics = tuple(sorted(spec.metrics_for(task))) if task else ()
         for algo in spec.algorithms:
-            if not supports(algo, task):  # a classification-only method on regression data
+            if not runs_on(algo, ds, task):  # a classification-only method on regression data
                 continue
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
+            share = domain_share_of(spec, algo, ds.name)
             for params in grid_points(algo):
                 if any(is_per_task(v) for v in params.values()):
                     params = for_task(params, task)
+                if share is not None:  # a harness parameter: in the key, not the estimator's
+                    params = {**params, DP_DOMAIN_SHARE: share}
                 for eps in eps_list:
                     for rep in range(spec.cv.repeats):
                         for fold in range(n_folds):

@@ -30,12 +30,14 @@ from dpexp.experiments.cells import Cell, canonical_json
 from dpexp.experiments.config import RunConfig
 from dpexp.experiments.design import TrainingSize, declares_size, training_size, with_n_records
 from dpexp.experiments.flags import join_reasons, public_input_reasons
+from dpexp.experiments.harness_params import DP_DOMAIN_SHARE, domain_share, estimator_params
 from dpexp.experiments.metrics import METRICS, Evaluation
 from dpexp.experiments.noise import noise_source
+from dpexp.experiments.paid_domains import PaidDomains, domain_noise, pay_for_domains
 from dpexp.experiments.procedures import CellContext, ProcedureFlags, get_procedure, procedure_flags
 from dpexp.experiments.rows import CellOutcome, result_rows, write_cell_rows
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
-from dpexp.privacy.accountant import compact_ledger
+from dpexp.privacy.accountant import Accountant, compact_ledger
 from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import get_algorithm, make_estimator
 from dpexp.seeding import seed_int, seed_sequence
@@ -187,14 +189,16 @@ def warm_up_trees(n_trees: Any, trees_per_ensemble: Any = None) -> Any:
 
 
 def cell_params(cell: Cell, n_train: int) -> dict[str, Any]:
-    """The cell's parameters, plus ``n_records`` = the training-fold size where accepted.
+    """The estimator's parameters: the cell's without the harness's own
+    (:data:`~dpexp.experiments.harness_params.HARNESS_PARAMS`, e.g. ``dp_domain_share``),
+    plus ``n_records`` = the training-fold size where accepted.
 
     ``n_train`` is fixed by the experiment's design: the registry's declared row count and
     the CV arithmetic (:func:`_training_size`, never ``len(X)``), so the runner declares it
     as public input, e.g. for InPrivate's participant shares (records_per_participant /
     n_records), instead of letting the estimator read the private number of training records.
     """
-    return with_n_records(cell.algorithm, dict(cell.params), n_train)
+    return with_n_records(cell.algorithm, estimator_params(cell.params), n_train)
 
 
 def _training_size(cell: Cell, spec: ExperimentSpec, data: _Split) -> TrainingSize:
@@ -204,8 +208,8 @@ def _training_size(cell: Cell, spec: ExperimentSpec, data: _Split) -> TrainingSi
                          data.n_train or 0)
 
 
-def privacy_of(cell: Cell, info, est,
-                inputs: Sequence[str] = ()) -> tuple[float, float, bool, str, list[dict] | None]:
+def privacy_of(cell: Cell, info, est, inputs: Sequence[str] = (), paid: Accountant | None = None,
+               ) -> tuple[float, float, bool, str, list[dict] | None]:
     """(epsilon_spent, delta_spent, private, not_dp_reason, ledger) of a fitted estimator.
 
     The budget check runs on every private fit, DP or not; a fit whose mechanisms are not
@@ -213,7 +217,9 @@ def privacy_of(cell: Cell, info, est,
     what it spent is no privacy guarantee. ``inputs`` are the reasons the harness's public
     input was not public (:func:`dpexp.experiments.flags.public_input_reasons`): they make
     the row not DP too, after the model's reasons, while epsilon_spent stays what the
-    mechanisms charged.
+    mechanisms charged. ``paid`` is the accountant of the cell's paid domain release
+    (:mod:`dpexp.experiments.paid_domains`): its spend adds to the estimator's (sequential
+    composition, checked against the cell's epsilon) and its entries come first in the ledger.
     """
     if not info.private:
         return float("inf"), float("inf"), False, "non-private algorithm", None
@@ -222,12 +228,17 @@ def privacy_of(cell: Cell, info, est,
         raise RuntimeError(f"private algorithm {cell.algorithm!r} exposes no accountant_ after fit")
     eps_spent = float(acc.epsilon_spent)
     delta_spent = float(getattr(acc, "delta_spent", 0.0))
+    if paid is not None:  # two releases on the same records: their costs add up
+        eps_spent += float(paid.epsilon_spent)
+        delta_spent += float(paid.delta_spent)
     if eps_spent > cell.epsilon * (1 + 1e-9):
         raise BudgetExceededError(
             f"{cell.algorithm} on {cell.dataset.key} spent epsilon {eps_spent} but was "
             f"given {cell.epsilon}: refusing to record this result."
         )
     ledger = acc.ledger() if hasattr(acc, "ledger") else None
+    if paid is not None:
+        ledger = [*paid.ledger(), *(ledger or [])]
     reasons = [info.not_dp] if info.not_dp else []
     reasons += list(getattr(acc, "not_dp_reasons", []) or [])
     if reasons:  # the registry and the fit may give the same text: join_reasons dedupes
@@ -244,18 +255,23 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
     info = get_algorithm(cell.algorithm)
     size = _training_size(cell, spec, data)
     _warm_up(cell, data, random_state, size.n)
+    paid = paid_domains_of(cell, info, ds, data.X_train, data.y_train,
+                           rng=domain_noise(cell.seed, cell.seed_key))
     # Reproducible noise is the runner's explicit choice (every row says so, ``noise``).
     est = make_estimator(
         cell.algorithm, ds.task, cell_params(cell, size.n),
-        epsilon=cell.epsilon if info.private else None, random_state=random_state,
-        public=ds.public_metadata(), noise_rng=seeded_noise(random_state),
+        epsilon=(paid.estimator_epsilon if paid else cell.epsilon) if info.private else None,
+        random_state=random_state, public=paid.public if paid else ds.public_metadata(),
+        noise_rng=seeded_noise(random_state),
     )
     t0 = time.perf_counter()
     est.fit(data.X_train, data.y_train)
     fit_seconds = time.perf_counter() - t0
-    inputs = public_input_reasons(str(ds.domain_source or ""),
+    domain_source = paid.domain_source if paid else str(ds.domain_source or "")
+    inputs = public_input_reasons(domain_source,
                                   size.not_public if declares_size(cell.algorithm, cell.params) else "")
-    eps_spent, delta_spent, private, reason, ledger = privacy_of(cell, info, est, inputs)
+    eps_spent, delta_spent, private, reason, ledger = privacy_of(
+        cell, info, est, inputs, paid.accountant if paid else None)
     classes = ds.public_metadata().get("classes") if ds.task == "classification" else None
     ev = Evaluation(est, data.X_test, data.y_test, data.y_train, classes=classes)
     values: dict[str, Any] = {m: METRICS[m](ev) for m in spec.metrics_for(ds.task)}
@@ -265,7 +281,22 @@ def _fit_estimator(cell: Cell, spec: ExperimentSpec, data: _Split, random_state:
         if k in diagnostics:
             values[k] = diag[k]
     return CellOutcome(values, fit_seconds, eps_spent, delta_spent, private, reason, diagnostics, ledger,
-                    noise=noise_source(cell.algorithm, bool(np.isfinite(cell.epsilon))))
+                    noise=noise_source(cell.algorithm, bool(np.isfinite(cell.epsilon))),
+                    domain_source=domain_source)
+
+
+def paid_domains_of(cell: Cell, info, dataset, X_train, y_train, *,
+                    rng: np.random.Generator) -> PaidDomains | None:
+    """The cell's paid domain release (``dp_domain_share``) on its training fold, with the
+    noise stream ``rng`` (the runner's: :func:`~dpexp.experiments.paid_domains.domain_noise`
+    of the cell); None without the parameter or when the dataset declares every domain."""
+    share = domain_share(cell.params)
+    if share is None:
+        return None
+    if not info.private:
+        raise SpecError(f"{cell.algorithm} is not private: {DP_DOMAIN_SHARE} is for private "
+                        "algorithms only (a non-private fit has no epsilon to share).")
+    return pay_for_domains(dataset, X_train, y_train, share=share, epsilon=cell.epsilon, rng=rng)
 
 
 def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[str, str]) -> dict:
@@ -289,7 +320,8 @@ def run_cell(cell: Cell, spec: ExperimentSpec, cfg: RunConfig, provenance: dict[
     # committed table keeps it for `dpexp plan` on a fresh clone; at the top level as before
     wall_seconds = time.perf_counter() - started
     rows = result_rows(cell, out, n_train=data.n_train, n_test=data.n_test,
-                       domain_source=str(getattr(data.dataset, "domain_source", "") or ""),
+                       domain_source=(out.domain_source if out.domain_source is not None
+                                      else str(getattr(data.dataset, "domain_source", "") or "")),
                        provenance=provenance, wall_seconds=wall_seconds)
     payload = write_cell_rows(cfg.results_dir, cell, rows, ledger=ledger, wall_seconds=wall_seconds)
     return payload

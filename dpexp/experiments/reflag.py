@@ -13,6 +13,10 @@ over ``results/*/results-paper.csv.gz``.
 declared row count and the CV arithmetic (:func:`dpexp.experiments.design.declared_training_rows`,
 which the loader enforces), the release is the one the current runner computes, so the
 row keeps the current runner's flag; otherwise it says :data:`~dpexp.experiments.design.N_FROM_DATA`.
+
+A row whose ``domain_source`` says ``paid (...)`` (a cell with ``dp_domain_share``: the
+observed domains released under DP with part of its budget) is public input here as in the
+runner: the same :func:`~dpexp.experiments.flags.public_input_reasons` decides both.
 """
 
 from __future__ import annotations

@@ -36,9 +36,12 @@ from dpexp.experiments.cells import (
     for_task,
     grid_points,
     is_per_task,
+    pays_on_dataset,
+    series_share,
 )
 from dpexp.experiments.committed import SharedReads, committed_payloads
 from dpexp.experiments.environment import git_revision
+from dpexp.experiments.harness_params import DP_DOMAIN_SHARE
 from dpexp.experiments.noise import with_noise
 from dpexp.experiments.reconcile import reconcile, warn_conflicts
 from dpexp.experiments.schema import (
@@ -222,33 +225,52 @@ def _grid_missing(
     return [c for seed in seeds for c in expand(picked, scale, seed) if c.key not in have]
 
 
+def _dataset_name(dataset: Any) -> str:
+    """The registry name of a cell record's dataset (a key ``name[params]`` or a mapping)."""
+    return str(dataset.get("name") if isinstance(dataset, dict) else dataset).split("[")[0]
+
+
+#: Prefix of a current point whose cells pay for their domains (``dp_domain_share``).
+_PAID_POINT = "paid|"
+
+
 def current_params(spec: ExperimentSpec) -> dict[str, set[str]]:
     """Label of each series of ``spec`` (already at its scale) -> the canonical JSON of
-    every params point of its current grid."""
+    every params point of its current grid (``paid|`` + the point with its
+    ``dp_domain_share`` for a series that pays for undeclared domains,
+    :func:`dpexp.experiments.cells.series_share`)."""
     out: dict[str, set[str]] = {}
     for algo in spec.algorithms:
+        share = series_share(spec, algo)
+        points = out.setdefault(algo.label, set())
         for p in grid_points(algo):  # a per-task value: "task:params" for each resolution
-            if any(is_per_task(v) for v in p.values()):
-                out.setdefault(algo.label, set()).update(
-                    f"{t}:{canonical_json(for_task(p, t))}" for t in TASKS)
-            else:
-                out.setdefault(algo.label, set()).add(canonical_json(p))
+            per_task = any(is_per_task(v) for v in p.values())
+            for prefix, q in ([(f"{t}:", for_task(p, t)) for t in TASKS] if per_task else [("", p)]):
+                points.add(prefix + canonical_json(q))
+                if share is not None:
+                    points.add(_PAID_POINT + prefix + canonical_json({**q, DP_DOMAIN_SHARE: share}))
     return out
 
 
 def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
-             task: str | None = None) -> bool:
+             task: str | None = None, dataset: str | None = None) -> bool:
     """Whether a cached cell belongs to an earlier version of one of the spec's series: the
     label of a current series with parameters its grid no longer has (the spec's params or
     grid changed since). Other epsilons, datasets or seeds (override runs) are not stale,
-    nor are cells under other labels (a peer's column written by ``bench/peers``)."""
+    nor are cells under other labels (a peer's column written by ``bench/peers``). Given
+    the cell's ``dataset``, a series that pays for undeclared domains keeps only its paid
+    cells there (a cell computed on the observed domain before ``dp_domains`` is stale)."""
     if label not in current:
         return False
     points = current[label]
-    if params_json in points:
-        return False
     tasks = (task,) if task else TASKS  # a per-task series: the resolution for this task
-    return not any(f"{t}:{params_json}" in points for t in tasks)
+    forms = [str(params_json), *(f"{t}:{params_json}" for t in tasks)]
+    paid_series = any(p.startswith(_PAID_POINT) for p in points)
+    if dataset is None:
+        forms += [_PAID_POINT + f for f in forms]
+    elif paid_series and pays_on_dataset(str(dataset)):
+        forms = [_PAID_POINT + f for f in forms]
+    return not any(f in points for f in forms)
 
 
 def cached_results(
@@ -287,7 +309,7 @@ def cached_results(
 
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
-            task_of(p["cell"].get("dataset")))]
+            task_of(p["cell"].get("dataset")), _dataset_name(p["cell"].get("dataset")))]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
     kept = sorted((p for p in payloads if filters.keeps(p["cell"])),

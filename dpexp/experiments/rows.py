@@ -29,6 +29,8 @@ class CellOutcome:
     ledger: list[dict] | None = None
     #: How the noise was drawn (the ``noise`` column, :mod:`dpexp.experiments.noise`).
     noise: str = ""
+    #: The row's ``domain_source`` when the fit changed it (a paid domain); None: the dataset's.
+    domain_source: str | None = None
 
 
 def metric_values(values: dict[str, Any]) -> Iterator[tuple[str, int | None, float]]:

@@ -316,7 +316,7 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
         at = spec.at_scale(scale)
         current = current_params(at)
         tasks = {d: dataset_task(d) for d in frame["dataset"].unique()}
-        stale = [is_stale(label, params, current, tasks[ds])
+        stale = [is_stale(label, params, current, tasks[ds], ds)
                  for label, params, ds in zip(frame["label"], frame["params"], frame["dataset"],
                                               strict=True)]
         frame = frame[~pd.Series(stale, index=frame.index)]

@@ -8,7 +8,8 @@ cached and committed under OTHER's id, and it renders and reports its own subset
 
 That is sound only when every cell of the view's grid is a cell of OTHER's grid, computed
 the same way, at every scale. :func:`cells_from_problem` checks it from the specs alone
-(datasets, series, parameter points, epsilons, CV, row cap; the view's metrics among
+(datasets, series, parameter points, epsilons, CV, row cap, ``dp_domains``: the share
+that the private cells on undeclared domains carry; the view's metrics among
 OTHER's, which a cell computed for the view computes too), so a mismatch is a clear spec
 error at load time, never a cell that silently belongs to another run.
 """
@@ -57,7 +58,8 @@ def _scale_problem(view: ExperimentSpec, source: ExperimentSpec, scale: str) -> 
         return problem
     if not set(v.epsilons) <= set(s.epsilons):
         return f"epsilons {sorted(set(v.epsilons) - set(s.epsilons))} are not in {source.id}"
-    for what, mine, other in (("cv", v.cv, s.cv), ("max_rows", v.max_rows(scale), s.max_rows(scale))):
+    for what, mine, other in (("cv", v.cv, s.cv), ("max_rows", v.max_rows(scale), s.max_rows(scale)),
+                              ("dp_domains", v.dp_domains, s.dp_domains)):
         if mine != other:
             return f"{what} differs from {source.id}'s ({mine} vs {other})"
     for task, names in v.metrics.items():

@@ -14,6 +14,7 @@ from typing import Any
 
 from dpexp.datasets.registry import all_datasets
 from dpexp.errors import SpecError, UnknownNameError, check_epsilon
+from dpexp.experiments.harness_params import check_share
 from dpexp.registry import accepted_params, all_algorithms
 
 SCALES = ("smoke", "paper")
@@ -44,6 +45,9 @@ class AlgorithmRef:
     procedure: str | None = None  # or a registered procedure
     params: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list] = field(default_factory=dict)
+    #: A twin series of ``dpexp run --dp-domains``: this share of each cell's epsilon pays
+    #: for the dataset's undeclared domains, and the series runs only on such datasets.
+    dp_domain_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,9 @@ class ExperimentSpec:
     written_datasets: tuple[DatasetRef, ...] = ()
     #: The scale this spec is resolved at ("" as written).
     scale: str = ""
+    #: ``dp_domains``: the share of each private cell's epsilon that pays for the domains
+    #: its dataset does not declare (:mod:`dpexp.experiments.paid_domains`); None: observed.
+    dp_domains: float | None = None
 
     @property
     def cells_id(self) -> str:
@@ -167,20 +174,44 @@ def select(
     datasets: Sequence[str] | None = None,
     algorithms: Sequence[str] | None = None,
     epsilons: Sequence[float] | None = None,
+    dp_domains: float | None = None,
 ) -> ExperimentSpec:
     """Restrict a (scaled) spec to the requested datasets, algorithms and epsilons; an
     unknown name fails with the closest known ones.
 
     An algorithm is a series label or a registered name of the spec's; a registered
     algorithm the spec does not have (built in or a plugin's) joins the experiment as a
-    series of its own (:func:`joined_series`)."""
+    series of its own (:func:`joined_series`). ``dp_domains`` (``dpexp run --dp-domains``)
+    joins a twin of every private series that pays that share of its epsilon for the
+    domains a dataset does not declare (:func:`domain_twin`)."""
     if datasets:
         spec = replace(spec, datasets=tuple(_pick_dataset(spec, name) for name in datasets))
     if algorithms:
         spec = replace(spec, algorithms=_pick_algorithms(spec, algorithms))
     if epsilons:
         spec = replace(spec, epsilons=tuple(check_epsilon(e) for e in epsilons))
+    if dp_domains is not None:
+        dp_domains = check_share(dp_domains, "--dp-domain-share")
+        registered = all_algorithms()
+        twins = [domain_twin(a, dp_domains) for a in spec.algorithms
+                 if a.name and a.dp_domain_share is None and registered[a.name].private]
+        have = {a.label for a in spec.algorithms}
+        spec = replace(spec, algorithms=(*spec.algorithms, *(t for t in twins if t.label not in have)))
     return spec
+
+
+#: The label of a series' ``--dp-domains`` twin.
+DP_DOMAINS_LABEL = "{label} (DP domains)"
+
+
+def domain_twin(algo: AlgorithmRef, share: float) -> AlgorithmRef:
+    """The twin of a private series that pays ``share`` of each cell's epsilon for the
+    domains its dataset does not declare (``dpexp run --dp-domains``): the same algorithm
+    and parameters, labelled ``<label> (DP domains)``. It runs only on datasets that leave
+    a domain undeclared (elsewhere it would be the series itself:
+    :func:`dpexp.experiments.cells.unsupported_notes` says which it skips); its cells are
+    content-addressed like every other, so the original series keep their keys."""
+    return replace(algo, label=DP_DOMAINS_LABEL.format(label=algo.label), dp_domain_share=share)
 
 
 def _pick_dataset(spec: ExperimentSpec, name: str) -> DatasetRef:

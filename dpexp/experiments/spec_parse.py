@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from dpexp.errors import SpecError
+from dpexp.experiments.harness_params import DP_DOMAIN_SHARE, check_share
 from dpexp.experiments.metrics import METRICS
 from dpexp.experiments.spec import (
     SCALES,
@@ -53,7 +54,7 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_
 _TOP_KEYS = {
     "id", "aliases", "paper", "artefact", "kind", "caption", "notes", "datasets",
     "algorithms", "epsilons", "cv", "metrics", "plot", "table", "scales", "paper_values",
-    "claims", "privacy_caveats", "significance", "cells_from",
+    "claims", "privacy_caveats", "significance", "cells_from", "dp_domains",
 }
 _ALGO_KEYS = {"name", "procedure", "label", "params", "grid"}
 _DATASET_KEYS = {"name", "params", "label"}
@@ -104,6 +105,8 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         privacy_caveats=tuple(raw.get("privacy_caveats") or ()),
         significance=_significance(path, raw.get("significance")),
         cells_from=_cells_from(path, raw), written_datasets=datasets,
+        dp_domains=(check_share(raw["dp_domains"], f"{path.name}: key 'dp_domains'")
+                    if "dp_domains" in raw else None),
     )
 
 
@@ -143,6 +146,7 @@ def _algorithm(path: Path, where: str, a: Any) -> AlgorithmRef:
     if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
         raise spec_error(path, f"{where}.grid must map parameter names to non-empty lists.")
     _check_counts(path, where, a.get("name"), params, grid)
+    _check_harness_params(path, where, a.get("name"), params, grid)
     label = a.get("label") or a.get("name") or a.get("procedure")
     return AlgorithmRef(label=str(label), name=a.get("name"), procedure=a.get("procedure"),
                         params=dict(params), grid=dict(grid))
@@ -165,6 +169,20 @@ def _check_counts(path: Path, where: str, name: str | None, params: dict, grid: 
             bad = [x for x in (v.values() if per_task else [v]) if not ok(x)]
             if bad:
                 raise spec_error(path, f"{where}: {key} must be a positive integer, got {bad[0]!r}.")
+
+
+def _check_harness_params(path: Path, where: str, name: str | None, params: dict, grid: dict) -> None:
+    """``dp_domain_share`` (a harness parameter, :mod:`dpexp.experiments.harness_params`) in
+    a series' params or grid: a share in (0, 1), for a registered private algorithm only."""
+    values = ([params[DP_DOMAIN_SHARE]] if DP_DOMAIN_SHARE in params else []) + list(grid.get(DP_DOMAIN_SHARE, []))
+    if not values:
+        return
+    info = all_algorithms().get(name) if name else None
+    if info is None or not info.private:
+        raise spec_error(path, f"{where}: {DP_DOMAIN_SHARE} is for registered private algorithms "
+                         f"only (a non-private fit has no epsilon to share), not {name or 'a procedure'!r}.")
+    for v in values:
+        check_share(v, f"{path.name}: {where}: {DP_DOMAIN_SHARE}")
 
 
 def _positive_int(v: Any) -> bool:

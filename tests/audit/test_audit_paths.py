@@ -10,6 +10,7 @@ import pytest
 
 from dpexp.audit.paths import CANARY_POSITIONS, exact_code, grid_levels, insert_row
 from dpexp.audit.runner_path import RunnerCase, runner_fit, tiny_info
+from dpexp.papers.fletcher import audit_paid_domain as paid_domain
 from dpexp.papers.fletcher import audit_paths as fletcher_paths
 
 
@@ -103,3 +104,14 @@ def test_two_fits_of_the_broken_twin_share_their_noise():
     assert charged == pytest.approx(0.75)
     joint = 2.0 * r1 - r2  # (s2 r1 - s1 r2) / (s2 - s1) with s2 = 2 s1
     assert joint[2] == pytest.approx(1.0)  # the probed leaf's exact count of class 2
+
+
+def test_runner_fit_with_a_paid_domain_is_dp_and_its_broken_twin_uses_the_observed_one():
+    X, y = paid_domain.DATASETS[2]  # the canary at x = 10 stretches the observed domain
+    paid = runner_fit(paid_domain.CASE, X, y, epsilon=1.0, noise_seed=3)
+    assert paid.private and paid.reason == ""
+    domain = np.asarray(paid.estimator.get_params()["feature_domain"])
+    assert np.all(np.log2(np.abs(domain[domain != 0])) % 1 == 0)  # the public log2 grid
+    broken = runner_fit(paid_domain.CASE, X, y, epsilon=1.0, noise_seed=3, observed_as_paid=True)
+    assert broken.private  # the lie the audit must catch
+    np.testing.assert_array_equal(broken.estimator.get_params()["feature_domain"], [[0.75, 10.0]])

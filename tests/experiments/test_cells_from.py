@@ -69,6 +69,7 @@ def test_view_cells_are_the_source_cells(tmp_path, monkeypatch):
                       "params": {"n_trees": 4}}]}, "parameters {'n_trees': 4}"),
     ({"algorithms": [{"name": "jpw", "label": "JPW"}]}, "series 'JPW' (jpw) is not in tiny_src"),
     ({"scales": {"smoke": {"max_rows": 200}}}, "at smoke scale, max_rows differs"),
+    ({"dp_domains": 0.1}, "dp_domains differs from tiny_src's (0.1 vs None)"),
     ({"cells_from": "nope"}, "no experiment 'nope'"),
 ])
 def test_a_view_that_is_not_a_subset_is_a_spec_error(tmp_path, monkeypatch, change, words):

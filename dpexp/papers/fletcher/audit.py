@@ -37,6 +37,7 @@ import numpy as np
 
 from dpexp.audit.defaults_path import defaults_targets
 from dpexp.audit.targets import AuditTarget, end_to_end_target
+from dpexp.papers.fletcher.audit_paid_domain import BROKEN_PAID_DOMAIN_TARGETS, PAID_DOMAIN_TARGETS
 from dpexp.papers.fletcher.audit_paths import BROKEN_PATH_TARGETS, PATH_TARGETS
 from dpexp.papers.fletcher.comparators import (
     DiffprivlibForestClassifier,
@@ -285,6 +286,6 @@ BROKEN_AUDIT_TARGETS: list[AuditTarget] = [
 
 # The same estimators on the paths users run (defaults, the runner, canary positions, two
 # fits on one budget, float bits, an observed domain; issue #38).
-AUDIT_TARGETS += [*PATH_TARGETS, *defaults_targets(("fs_c45", "diffprivlib_rf"))]
-BROKEN_AUDIT_TARGETS += [*BROKEN_PATH_TARGETS,
+AUDIT_TARGETS += [*PATH_TARGETS, *PAID_DOMAIN_TARGETS, *defaults_targets(("fs_c45", "diffprivlib_rf"))]
+BROKEN_AUDIT_TARGETS += [*BROKEN_PATH_TARGETS, *BROKEN_PAID_DOMAIN_TARGETS,
                          *defaults_targets(("fs_c45", "diffprivlib_rf"), broken=True)]
