@@ -9,11 +9,12 @@ table. ``--broken`` writes ``audit-broken.json`` / ``AUDIT-broken.md`` instead, 
 record of the correct targets is never overwritten by the broken twins'.
 
 The file is a function of the code and the seed: no timing, no absolute path, and one
-``recorded_at`` field as the only timestamp. The exception is stated in the record: the
-targets that audit the estimators' *default* noise source (the defaults path, two fits
-sharing one ``random_state``, the secure generator) draw fresh OS entropy by design --
-deriving that noise from the audit's seed would audit a path nobody runs -- so their
-draws are not reproducible, only their verdicts are expected to be.
+``recorded_at`` field as the only timestamp. The targets of the release paths that audit an
+estimator's *default* noise source (:data:`UNSEEDED_PATHS`) draw fresh OS entropy by design
+-- deriving that noise from the audit's seed would audit a path nobody runs -- so their
+draws do not follow the seed: such an entry is marked ``seeded: false``, keeps no event
+(a list of hashes of random outputs) and records its bound clamped at 0 (epsilon is never
+negative, so it is still a lower bound), which a private release gives on every run.
 
 The report reads the record (:func:`read_record`, :func:`algorithm_audit`) to show, beside
 each leaderboard entry, how many targets cover its algorithm and the largest lower bound
@@ -40,6 +41,7 @@ __all__ = [
     "AUDIT_DIR",
     "OUTCOMES",
     "RECORD_FORMAT",
+    "UNSEEDED_PATHS",
     "AlgorithmAudit",
     "AuditRecord",
     "AuditRecordError",
@@ -62,11 +64,14 @@ AUDIT_DIR = "audit"
 #: target's bound above it; a known-unprivate or broken target flagged, as it must be; a
 #: known-unprivate or broken target not flagged; a target not run here.
 OUTCOMES = ("pass", "flagged", "expected-flagged", "unexpected-pass", "skipped")
-#: Why some bounds are not reproducible from the seed (written into the record).
+#: Release paths whose targets audit the estimator's default noise source (fresh OS
+#: entropy, never the audit's seed; :data:`dpexp.audit.paths.PATHS`).
+UNSEEDED_PATHS = frozenset({"defaults", "shared random_state"})
+#: What ``seeded: false`` means (written into the record).
 UNSEEDED_NOTE = (
-    "targets auditing an estimator's default noise source (the defaults path, two fits "
-    "sharing a random_state, the secure generator) draw fresh OS entropy by design: their "
-    "draws do not follow the seed"
+    "an entry with seeded false audits an estimator's default noise source (fresh OS "
+    "entropy by design: the defaults path, two fits sharing a random_state); its draws do "
+    "not follow the seed, so it keeps no event and its bound is clamped at 0"
 )
 
 
@@ -90,7 +95,8 @@ class RecordedTarget:
     description: str
     claimed_epsilon: float
     claimed_delta: float
-    #: The Clopper-Pearson lower bound on epsilon at confidence 1 - alpha (None: not run).
+    #: The Clopper-Pearson lower bound on epsilon at confidence 1 - alpha (None: not run;
+    #: clamped at 0 when not ``seeded``).
     epsilon_lower_bound: float | None
     #: Draws per dataset and stage.
     samples: int
@@ -106,6 +112,8 @@ class RecordedTarget:
     mu_claim: float | None = None
     #: Why the target was not run ("" when it was).
     skipped: str = ""
+    #: Whether its draws follow the audit's seed (False: :data:`UNSEEDED_PATHS`).
+    seeded: bool = True
 
 
 @dataclass(frozen=True)
@@ -183,23 +191,27 @@ def _outcome(run: TargetRun) -> str:
 def recorded_target(run: TargetRun, *, quick: bool, samples: int | None) -> RecordedTarget:
     """The record's entry of one run (without its timing: the record must not vary)."""
     target, result = run.target, run.result
+    seeded = not UNSEEDED_PATHS & set(target.release_paths)
     common = dict(name=target.name, kind=target.kind, algorithm=target.algorithm,
                   release_paths=tuple(target.release_paths), description=target.description,
-                  expected_to_pass=target.expected_to_pass, outcome=_outcome(run))
+                  expected_to_pass=target.expected_to_pass, outcome=_outcome(run), seeded=seeded)
     if result is None:
         return RecordedTarget(
-            **common, source=None, claimed_epsilon=float(target.epsilon),
+            **common, source=run.source, claimed_epsilon=float(target.epsilon),
             claimed_delta=float(target.delta), epsilon_lower_bound=None,
             samples=samples or (target.quick_samples if quick else target.samples),
             alpha=ALPHA, skipped=run.skipped)
     details = result.details
+    bound, mu = result.epsilon_lower_bound, _float(details.get("mu_lower_bound"))
+    if not seeded:  # max(bound, 0) is a lower bound too, and the same on every private run
+        bound, mu = max(bound, 0.0), None if mu is None else max(mu, 0.0)
     return RecordedTarget(
         **common, source=result.source, claimed_epsilon=result.claimed_epsilon,
-        claimed_delta=result.claimed_delta, epsilon_lower_bound=result.epsilon_lower_bound,
+        claimed_delta=result.claimed_delta, epsilon_lower_bound=bound,
         samples=result.samples, alpha=float(details.get("alpha", 1.0 - result.confidence)),
-        event=str(details.get("event", "")), pair=tuple(int(i) for i in details.get("pair", ())),
-        mu_lower_bound=_float(details.get("mu_lower_bound")),
-        mu_claim=_float(details.get("mu_claim")))
+        event=str(details.get("event", "")) if seeded else "",
+        pair=tuple(int(i) for i in details.get("pair", ())) if seeded else (),
+        mu_lower_bound=mu, mu_claim=_float(details.get("mu_claim")))
 
 
 def private_algorithms() -> list[str]:

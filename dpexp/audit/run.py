@@ -49,6 +49,8 @@ class TargetRun:
     #: Why the target was not run ("" when it was): the optional packages its algorithm
     #: needs do not import here.
     skipped: str = ""
+    #: The module that declares the target (None: no declared list holds it).
+    source: str | None = None
 
 
 def _draw(
@@ -250,13 +252,14 @@ def run_targets(
     comes."""
     runs = []
     for target in targets:
+        source = (sources or {}).get(target.name) or target_source(target.name)
         missing = missing_requirements(target)
         if missing:
-            run = TargetRun(target, None, f"needs the optional package(s) {', '.join(missing)}")
+            run = TargetRun(target, None, f"needs the optional package(s) {', '.join(missing)}",
+                            source)
         else:
-            source = (sources or {}).get(target.name) or target_source(target.name)
             run = TargetRun(target, run_target(target, epsilon=epsilon, samples=samples, seed=seed,
-                                               quick=quick, source=source))
+                                               quick=quick, source=source), source=source)
         if on_run is not None:
             on_run(run)
         runs.append(run)

@@ -32,10 +32,12 @@ runner = CliRunner()
 #: A mechanism target (about 1 s at its quick size) and an estimator's end-to-end target
 #: (about 4 s: 4 x 300 fits of XGBoost-DP's classifier).
 MECHANISM, ESTIMATOR = "laplace", "xgboost_dp_last_record_of_class"
+#: The defaults path of the same estimator: its default noise source is fresh OS entropy.
+UNSEEDED = "xgboost_dp_defaults"
 TARGET_KEYS = {"name", "kind", "algorithm", "release_paths", "source", "description",
                "claimed_epsilon", "claimed_delta", "epsilon_lower_bound", "samples", "alpha",
                "expected_to_pass", "outcome", "event", "pair", "mu_lower_bound", "mu_claim",
-               "skipped"}
+               "skipped", "seeded"}
 
 
 def _only(monkeypatch, *names: str, broken: bool = False) -> None:
@@ -52,7 +54,7 @@ def _record(results_dir, *extra: str) -> tuple[int, str]:
 
 
 def test_two_quick_runs_give_the_same_record_but_recorded_at(monkeypatch, tmp_path):
-    _only(monkeypatch, MECHANISM, ESTIMATOR)
+    _only(monkeypatch, MECHANISM, ESTIMATOR, UNSEEDED)
     texts = []
     for i in (1, 2):
         code, output = _record(tmp_path / f"run{i}")
@@ -63,6 +65,12 @@ def test_two_quick_runs_give_the_same_record_but_recorded_at(monkeypatch, tmp_pa
     first, second = (json.loads(t) for t in texts)
     assert first.pop("recorded_at") and second.pop("recorded_at")
     assert first == second
+    # the defaults path draws fresh entropy: no event (hashes of random outputs), bound >= 0
+    unseeded = first["targets"][2]
+    assert unseeded["name"] == UNSEEDED and unseeded["seeded"] is False
+    assert unseeded["event"] == "" and unseeded["pair"] == []
+    assert unseeded["epsilon_lower_bound"] == 0.0 and unseeded["outcome"] == "pass"
+    assert all(t["seeded"] for t in first["targets"][:2])
     # nothing in the file says where or when it was written, but recorded_at
     assert str(tmp_path) not in texts[0] and "seconds" not in texts[0]
 
@@ -87,7 +95,7 @@ def test_the_record_says_what_was_audited_with_what_bound(monkeypatch, tmp_path)
     mech, e2e = rows[MECHANISM], rows[ESTIMATOR]
     assert (mech["kind"], mech["algorithm"], mech["samples"]) == ("mechanism", None, 100_000)
     assert mech["source"] == "dpexp.audit.mechanism_targets"
-    assert 0.5 < mech["epsilon_lower_bound"]  # a correct Laplace mechanism is nearly tight
+    assert mech["epsilon_lower_bound"] > 0.5  # a correct Laplace mechanism is nearly tight
     assert (e2e["kind"], e2e["algorithm"], e2e["samples"]) == ("end-to-end", "xgboost_dp", 300)
     assert e2e["source"] == "dpexp.papers.xgbdp.audit"
     # every other private algorithm has no target in this (two-target) record
@@ -116,6 +124,7 @@ def test_a_target_that_cannot_run_here_is_recorded_as_skipped_with_why(monkeypat
     skipped = record.targets[1]
     assert (skipped.outcome, skipped.epsilon_lower_bound) == ("skipped", None)
     assert skipped.skipped == "needs the optional package(s) interpret"
+    assert skipped.source == "dpexp.papers.peers.audit" and skipped.samples == 300
     assert (skipped.claimed_epsilon, skipped.claimed_delta) == (1.0, 1e-6)
     reasons = {u.algorithm: u.reason for u in record.unaudited}
     assert reasons["dp_ebm"] == ("needs the optional package(s) interpret (not importable "
