@@ -35,6 +35,7 @@ __all__ = [
     "RECORD_COMMAND",
     "LeaderboardAudit",
     "algorithm_cell",
+    "format_bound",
     "leaderboard_audit",
 ]
 
@@ -59,7 +60,7 @@ class LeaderboardAudit:
         return self.cells.get(entry, "not audited: not an entry of the leaderboard's spec")
 
 
-def _bound(value: float | None) -> str:
+def format_bound(value: float | None) -> str:
     """The bound as shown: epsilon is never negative, so max(bound, 0) is a lower bound too
     (a bound at or below 0 -- nothing told the neighbours apart -- reads ``0.00``)."""
     if value is None:
@@ -75,7 +76,7 @@ def algorithm_cell(audit: AlgorithmAudit) -> str:
     if worst is None:
         return f"not audited: {audit.reason}"
     n = len(audit.targets)
-    return (f"{n} target{'s' if n != 1 else ''}, ε̂ ≥ {_bound(worst.epsilon_lower_bound)} "
+    return (f"{n} target{'s' if n != 1 else ''}, ε̂ ≥ {format_bound(worst.epsilon_lower_bound)} "
             f"(claim {claim_text(worst)}): {audit.verdict}")
 
 

@@ -6,6 +6,7 @@ reference, the command when no record exists; and the column in the rendered sec
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
@@ -18,6 +19,7 @@ from dpexp.audit.record import (
     write_record,
 )
 from dpexp.experiments.catalog import resolve
+from dpexp.render.audit_summary import audit_summary_block
 from dpexp.render.leaderboard import boards, entry_status, ranking_table
 from dpexp.render.leaderboard_audit import NO_RECORD, NON_PRIVATE, leaderboard_audit
 from dpexp.render.leaderboard_files import LeaderboardFiles
@@ -114,3 +116,22 @@ def test_the_rendered_ranking_table_has_the_audit_column(tmp_path):
     assert "| 1 | LightGBM (defaults) | 1.00 | 0.105 | non-private reference | — | rank 1 |" in text
     assert "| DP-EBM (InterpretML) | 3.00 | 0.255 | ε-DP | not audited: needs the optional" in text
     assert "*Audit column:* from the audit record `audit/audit.json`" in text
+
+
+def test_the_report_summarises_the_record_per_paper(tmp_path):
+    no_record = audit_summary_block(tmp_path).markdown
+    assert no_record.startswith("## Privacy audit\n\nNo audit record (`audit/audit.json`)")
+    assert "`dpexp audit --all --record`" in no_record
+    record = _record()
+    record = replace(record, targets=tuple(
+        replace(t, source="dpexp.audit.mechanism_targets" if t.algorithm is None
+                else f"dpexp.papers.{'fletcher' if t.algorithm == 'jpw' else 'x'}.audit")
+        for t in record.targets))
+    write_record(record, tmp_path, "dpexp audit --all --quick --record")
+    md = audit_summary_block(tmp_path).markdown
+    assert "(quick mode, seed 0, dpexp revision `0123456789ab`, α = 1e-06 per release)" in md
+    assert "8 targets, 6 pass, 1 **FLAGGED**, 1 skipped." in md
+    assert ("- **fletcher**: 2 targets: 1 pass, 1 **FLAGGED**; largest ε̂ of a target "
+            "expected to pass 1.70 (claim ε = 1, jpw\\_b)") in md.splitlines()
+    assert "- **primitives (dpexp.audit)**: 1 target: 1 pass; largest" in md
+    assert "*Private algorithms no target covers:* dp\\_ebm (needs the optional" in md
