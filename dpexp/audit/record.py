@@ -295,10 +295,11 @@ class AlgorithmAudit:
 
     @property
     def worst(self) -> RecordedTarget | None:
-        """The target whose lower bound is largest against its claim."""
+        """The target whose lower bound is largest against its claim (a bound below 0 counts
+        as 0, as it is shown: epsilon is never negative; ties: the first)."""
         def excess(t: RecordedTarget) -> float:
             bound = -math.inf if t.epsilon_lower_bound is None else t.epsilon_lower_bound
-            return bound - t.claimed_epsilon
+            return max(bound, 0.0) - t.claimed_epsilon
 
         return max(self.targets, key=excess, default=None)
 
