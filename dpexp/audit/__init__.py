@@ -37,7 +37,9 @@ Modules, by concern
   there), :class:`AuditResult`, and the builders the paper packages use,
   :func:`end_to_end_target` and :func:`ledger_entry_target`;
 * :mod:`~dpexp.audit.statistics`, :mod:`~dpexp.audit.events`: the method above;
-* :mod:`~dpexp.audit.run`: :func:`run_target`, :func:`run_audit`, :func:`run_all`;
+* :mod:`~dpexp.audit.run`: :func:`run_target`, :func:`run_audit`, :func:`run_targets`,
+  :func:`run_all`; :mod:`~dpexp.audit.record`: the outcome of ``dpexp audit --all
+  --record`` kept in ``results/audit/audit.json`` (read by the report's leaderboard);
 * :mod:`~dpexp.audit.catalogue`: the targets, collected from the audit's own lists and
   every paper manifest's ``audit_targets`` / ``broken_audit_targets`` (nothing is
   registered at import time);

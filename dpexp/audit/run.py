@@ -1,5 +1,7 @@
 """Running the audit: :func:`run_target` (one target), :func:`run_audit` (a declared target
-by name) and :func:`run_all` (every declared target, what ``dpexp audit --all`` computes).
+by name), :func:`run_targets` (a list of targets, skipping those whose optional packages do
+not import here) and :func:`run_all` (every declared target, what ``dpexp audit --all``
+computes; :mod:`dpexp.audit.record` keeps its outcome).
 
 Stage 1 draws a first batch per dataset and picks the best (pair, event)
 (:func:`dpexp.audit.events.candidate_events`); stage 2 counts the chosen event on a
@@ -10,12 +12,18 @@ releases) per release of a multi-release target (Bonferroni).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpexp.audit.catalogue import catalogue_entries, get_audit_target, target_source
+from dpexp.audit.catalogue import (
+    catalogue_entries,
+    get_audit_target,
+    missing_requirements,
+    target_source,
+)
 from dpexp.audit.events import Event, candidate_events, count_event
 from dpexp.audit.statistics import (
     ALPHA,
@@ -28,7 +36,21 @@ from dpexp.audit.targets import AuditResult, AuditTarget, check_samples
 from dpexp.errors import check_epsilon
 from dpexp.privacy.calibration import analytic_gaussian_sigma, check_delta
 
-__all__ = ["run_all", "run_audit", "run_target"]
+__all__ = ["TargetRun", "run_all", "run_audit", "run_target", "run_targets"]
+
+
+@dataclass(frozen=True)
+class TargetRun:
+    """One target of a run of several: its result, or why it was not run."""
+
+    target: AuditTarget
+    #: None when the target was not run (``skipped`` says why).
+    result: AuditResult | None
+    #: Why the target was not run ("" when it was): the optional packages its algorithm
+    #: needs do not import here.
+    skipped: str = ""
+    #: The module that declares the target (None: no declared list holds it).
+    source: str | None = None
 
 
 def _draw(
@@ -213,10 +235,46 @@ def run_audit(
     )
 
 
-def run_all(*, quick: bool = False, seed: int = 0, broken: bool = False) -> list[AuditResult]:
-    """Audit every registered target (what ``dpexp audit --all`` computes)."""
-    return [
-        run_target(entry.target, seed=seed, quick=quick, source=entry.source)
-        for entry in catalogue_entries()
-        if entry.broken == broken
-    ]
+def run_targets(
+    targets: Iterable[AuditTarget],
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    epsilon: float | None = None,
+    samples: int | None = None,
+    sources: dict[str, str] | None = None,
+    on_run: Callable[[TargetRun], None] | None = None,
+) -> list[TargetRun]:
+    """Audit each of ``targets`` in order (at its own claim, or ``epsilon``); a target whose
+    algorithm needs optional packages that do not import here is skipped with the reason
+    (a machine without interpret cannot fit DP-EBM). ``sources``: target name -> declaring
+    module (looked up in the catalogue when absent); ``on_run`` sees each outcome as it
+    comes."""
+    runs = []
+    for target in targets:
+        source = (sources or {}).get(target.name) or target_source(target.name)
+        missing = missing_requirements(target)
+        if missing:
+            run = TargetRun(target, None, f"needs the optional package(s) {', '.join(missing)}",
+                            source)
+        else:
+            run = TargetRun(target, run_target(target, epsilon=epsilon, samples=samples, seed=seed,
+                                               quick=quick, source=source), source=source)
+        if on_run is not None:
+            on_run(run)
+        runs.append(run)
+    return runs
+
+
+def run_all(
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    broken: bool = False,
+    on_run: Callable[[TargetRun], None] | None = None,
+) -> list[TargetRun]:
+    """Audit every declared target (the broken ones when ``broken``): what ``dpexp audit
+    --all`` computes and :func:`dpexp.audit.record.audit_record` keeps."""
+    entries = [e for e in catalogue_entries() if e.broken == broken]
+    return run_targets([e.target for e in entries], quick=quick, seed=seed,
+                       sources={e.target.name: e.source for e in entries}, on_run=on_run)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import typer
@@ -20,11 +21,14 @@ from dpexp.audit.catalogue import (
     audit_targets,
     get_audit_target,
     missing_requirements,
-    target_source,
 )
 from dpexp.audit.targets import AuditResult, AuditTarget, check_samples
-from dpexp.cli._common import guarded
+from dpexp.cli._common import ResultsDir, guarded
 from dpexp.errors import DpexpError, check_epsilon
+from dpexp.paths import default_results_dir
+
+if TYPE_CHECKING:
+    from dpexp.audit.run import TargetRun
 
 __all__ = ["AuditUsageError", "audit", "cli_audit"]
 
@@ -93,6 +97,22 @@ def _summary(results: Sequence[AuditResult], seconds: float) -> str:
     )
 
 
+def _record_command(broken: bool, quick: bool, seed: int, samples: int | None) -> str:
+    """The command line that writes the record (written into ``AUDIT.md``)."""
+    parts = ["dpexp audit --all", "--broken" if broken else "", "--quick" if quick else "",
+             f"--samples {samples}" if samples is not None else "",
+             f"--seed {seed}" if seed else "", "--record"]
+    return " ".join(p for p in parts if p)
+
+
+def _run_line(run: TargetRun) -> list[str]:
+    """The lines of one target: its summary and event, or why it was skipped."""
+    if run.result is None:
+        return [f"{run.target.name}: skipped ({run.skipped})"]
+    return [run.result.summary_line(),
+            f"    event: {run.result.details.get('event')}  (datasets {run.result.details.get('pair')})"]
+
+
 def cli_audit(
     name: str | None = None,
     *,
@@ -103,6 +123,8 @@ def cli_audit(
     seed: int = 0,
     quick: bool = False,
     as_json: bool = False,
+    record: bool = False,
+    results_dir: Path | None = None,
     echo: Callable[[str], None] = print,
 ) -> int:
     """``dpexp audit``: the only implementation of the command; returns its exit code.
@@ -115,42 +137,58 @@ def cli_audit(
     ``--quick`` uses each target's CI size (``quick_samples``), the default its full size.
     ``--json`` prints one object (NAME) or a list (``--all``) with ``kind``,
     ``algorithm``, ``claimed_epsilon``, ``epsilon_lower_bound``, ``outcome``, ...
+    ``--all --record`` also keeps the outcome (:mod:`dpexp.audit.record`) in
+    ``RESULTS/audit/audit.json`` and ``AUDIT.md`` (``--broken``: ``audit-broken.*``),
+    ``RESULTS`` being ``results_dir`` (default: the project's ``results/``), checked
+    writable before any target runs.
 
     Bad input raises :class:`AuditUsageError` (a ``DpexpError`` and ``ValueError`` naming
-    the option) or :class:`~dpexp.errors.UnknownNameError`; the CLI prints either as one
-    line and exits 2.
+    the option), :class:`~dpexp.errors.UnknownNameError` or a ``DpexpError`` for an
+    unwritable results directory; the CLI prints each as one line and exits 2 (1 for the
+    last).
     """
-    # lazy: dpexp.audit.run imports scipy and dpexp.privacy (numba, scikit-learn): `dpexp --help` stays fast
-    from dpexp.audit.run import run_target
+    # lazy: the audit's run and record import scipy and dpexp.privacy (numba, scikit-learn), the environment the dataset registry: `dpexp --help` stays fast
+    from dpexp.audit.record import AUDIT_DIR, audit_record, private_algorithms, write_record
+    from dpexp.audit.run import run_targets
+    from dpexp.experiments.environment import check_writable, git_revision
 
     epsilon, samples = _check_cli_inputs(epsilon, samples, seed, all_targets)
+    if record and not all_targets:
+        raise AuditUsageError("--record keeps the outcome of --all: give --all.")
+    results_dir = Path(results_dir) if results_dir is not None else default_results_dir()
+    if record:
+        check_writable(results_dir / AUDIT_DIR, "the audit record's folder")
     targets = _select_targets(name, all_targets, broken)
-    started = time.perf_counter()
-    results = []
-    skipped: list[dict[str, str]] = []
-    for target in targets:
-        missing = missing_requirements(target)
+    if not all_targets:
+        missing = missing_requirements(targets[0])
         if missing:
-            note = f"needs the optional package(s) {', '.join(missing)}"
-            if not all_targets:
-                raise AuditUsageError(f"audit {target.name}: {note}; install them to run it.")
-            skipped.append({"name": target.name, "algorithm": str(target.algorithm),
-                            "outcome": f"skipped ({note})"})
-            if not as_json:
-                echo(f"{target.name}: skipped ({note})")
-            continue
-        result = run_target(target, epsilon=epsilon, samples=samples, seed=int(seed), quick=quick,
-                            source=target_source(target.name))
-        results.append(result)
+            raise AuditUsageError(f"audit {targets[0].name}: needs the optional package(s) "
+                                  f"{', '.join(missing)}; install them to run it.")
+    started = time.perf_counter()
+
+    def show(run: TargetRun) -> None:
         if not as_json:
-            echo(result.summary_line())
-            echo(f"    event: {result.details.get('event')}  (datasets {result.details.get('pair')})")
+            for line in _run_line(run):
+                echo(line)
+
+    runs = run_targets(targets, quick=quick, seed=int(seed), epsilon=epsilon, samples=samples,
+                       on_run=show)
+    results = [r.result for r in runs if r.result is not None]
+    skipped = [{"name": r.target.name, "algorithm": str(r.target.algorithm),
+                "outcome": f"skipped ({r.skipped})"} for r in runs if r.result is None]
+    seconds = time.perf_counter() - started
     if as_json:
         payload = [r.to_dict() for r in results]
         echo(json.dumps(payload + skipped if all_targets else payload[0], indent=2, default=str))
     elif all_targets:
-        echo(_summary(results, time.perf_counter() - started)
+        echo(_summary(results, seconds)
              + (f"; {len(skipped)} skipped for missing optional packages" if skipped else ""))
+    if record:
+        kept = audit_record(runs, private_algorithms=private_algorithms(), broken=broken,
+                            quick=quick, seed=int(seed), samples=samples, revision=git_revision())
+        paths = write_record(kept, results_dir, _record_command(broken, quick, int(seed), samples))
+        if not as_json:
+            echo(f"audit record: {' and '.join(str(p) for p in paths)} ({seconds:.1f} s)")
     return _exit_code(results, all_targets)
 
 
@@ -164,15 +202,19 @@ def audit(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     quick: Annotated[bool, typer.Option("--quick", help="Each target's CI size (fewer draws); the default is the full size.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    record: Annotated[bool, typer.Option("--record", help="With --all: keep the outcome in results/audit/audit.json and AUDIT.md (the report reads it).")] = False,
+    results_dir: ResultsDir = None,
 ):
     """Empirically lower-bound the epsilon of a release (mechanisms and real estimators).
 
     With NAME: exits 1 when the lower bound exceeds the claimed epsilon (the release is
     not as private as claimed), even for targets known to be unprivate. With --all: exits
     1 only on unexpected outcomes (a correct target flagged, or a known-unprivate one
-    not flagged). --json lists kind, algorithm, claim, lower bound and outcome.
-    Implemented by dpexp.cli.audit.cli_audit.
+    not flagged). --json lists kind, algorithm, claim, lower bound and outcome. --record
+    (with --all) writes the audit record, results/audit/audit.json and AUDIT.md, that the
+    report shows beside each leaderboard entry. Implemented by dpexp.cli.audit.cli_audit.
     """
     code = cli_audit(name, all_targets=all_, broken=broken, epsilon=epsilon, samples=samples,
-                     seed=seed, quick=quick, as_json=as_json, echo=typer.echo)
+                     seed=seed, quick=quick, as_json=as_json, record=record,
+                     results_dir=results_dir, echo=typer.echo)
     raise typer.Exit(code)

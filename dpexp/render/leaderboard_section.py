@@ -1,7 +1,8 @@
 """The leaderboard's part of its section of ``dpexp report`` (issue 44).
 
 Per task and ε: the ranking table (entry, mean rank over the blocks, mean score, privacy
-status: ε-DP, (ε, δ)-DP with its δ, not DP with the reason, or non-private reference), the
+status: ε-DP, (ε, δ)-DP with its δ, not DP with the reason, or non-private reference; the
+audit of its algorithm from the committed audit record, :mod:`dpexp.render.leaderboard_audit`), the
 Friedman test and its post-hoc (Nemenyi's critical difference; Demšar 2006, Sections 3.2.2
 and 3.2.4) and the critical-difference diagram; then the price of privacy per dataset (a
 DP entry's mean score minus the best non-private reference's). With no results yet, the
@@ -28,6 +29,7 @@ from dpexp.errors import DpexpError
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render.html import Block, render_block
 from dpexp.render.leaderboard import ALPHA, Board
+from dpexp.render.leaderboard_audit import LeaderboardAudit, leaderboard_audit
 from dpexp.render.leaderboard_files import LeaderboardFiles, write_leaderboard
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.numbers import plain
@@ -107,10 +109,12 @@ def leaderboard_blocks(part: LeaderboardPart, results_dir: Path) -> list[Block]:
              f"the Nemenyi critical difference (CD) apart (Demšar 2006), which the diagram "
              f"draws: entries joined by a bar do not differ. Computed by "
              f"{md_code(command(part.spec, part.scale))}.", ""]
+    audit = leaderboard_audit(part.spec, Path(results_dir))
+    head += [audit.caption, ""]
     blocks = [Block("\n".join(head))]
     for board, table in zip(part.files.boards, part.files.tables, strict=True):
         diagram = part.files.diagrams.get((board.task, board.epsilon))
-        blocks.append(Block("\n".join(board_md(board, table, diagram, results_dir))))
+        blocks.append(Block("\n".join(board_md(board, table, diagram, results_dir, audit))))
     if part.files.price is not None and not part.files.price.empty:
         blocks += price_blocks(part.files.price, results_dir)
     return blocks
@@ -151,18 +155,20 @@ def versus_top(board: Board, entry: str) -> str:
 
 
 def board_md(board: Board, table: pd.DataFrame, diagram: Path | None,
-             results_dir: Path) -> list[str]:
-    """One board: its heading, tests, ranking table and CD diagram (or why there is none)."""
+             results_dir: Path, audit: LeaderboardAudit) -> list[str]:
+    """One board: its heading, tests, ranking table (with each entry's ``audit`` column)
+    and CD diagram (or why there is none)."""
     score = f"mean_{board.metric}"
     md = [f"##### {md_escape(board.task)}, ε = {board.epsilon:g} "
           f"({md_escape(board.metric)}, lower is better)", "", _test_md(board), "",
-          f"| # | entry | mean rank | mean {md_escape(board.metric)} | privacy | vs rank 1 (post-hoc) |",
-          "|---|---|---|---|---|---|"]
+          f"| # | entry | mean rank | mean {md_escape(board.metric)} | privacy | audit | "
+          f"vs rank 1 (post-hoc) |",
+          "|---|---|---|---|---|---|---|"]
     for i, row in enumerate(table.itertuples(index=False), 1):
         entry = str(row.entry)
         md.append(f"| {i} | {md_escape(entry)} | {row.mean_rank:.2f} | "
                   f"{plain(getattr(row, score), 4)} | {md_escape(row.status)} | "
-                  f"{versus_top(board, entry)} |")
+                  f"{md_escape(audit.cell(entry))} | {versus_top(board, entry)} |")
     md.append("")
     if board.left_out:
         md += [f"*Left out of this board (a block lacks them):* "

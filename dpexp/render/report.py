@@ -47,6 +47,7 @@ from dpexp.experiments.committed import SharedReads
 from dpexp.experiments.completion import Availability
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
 from dpexp.experiments.stale import NUMBER_CHANGES
+from dpexp.render.audit_summary import audit_summary_block
 from dpexp.render.html import Block, markdown_of, page
 from dpexp.render.leaderboard_section import leaderboard_extras
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
@@ -148,7 +149,8 @@ def report_blocks(sections: list[Section], env: dict[str, str], results_dir: Pat
     rows = [verdict_row(s) for s in sections]
     noise = noise_statement(sections)
     blocks = [Block("# dpexp reproduction report"), Block(headline(rows)), Block(_INTRO),
-              *([Block(noise)] if noise else []), Block("## Verdicts"), verdict_block(rows)]
+              *([Block(noise)] if noise else []), Block("## Verdicts"), verdict_block(rows),
+              audit_summary_block(results_dir)]
     # Caveats are per artefact, collapsed in its section (issue 42): no wall of them here.
     by_paper: dict[str, list[Section]] = {}
     for s in sections:

@@ -13,6 +13,7 @@ import pytest
 
 from dpexp.experiments.catalog import resolve
 from dpexp.render.leaderboard import boards, entry_status, price_of_privacy, ranking_table
+from dpexp.render.leaderboard_audit import NO_RECORD, NON_PRIVATE, LeaderboardAudit
 from dpexp.render.leaderboard_section import (
     NOT_DP_MARK,
     LeaderboardPart,
@@ -53,7 +54,9 @@ def test_a_board_shows_its_ranks_status_tests_and_cd_diagram(tmp_path):
     [board] = boards(frame, METRICS)
     table = ranking_table(board, entry_status(frame))
     diagram = tmp_path / "figures" / "lb" / "lb-cd-classification-eps1-smoke.png"
-    md = board_md(board, table, diagram, tmp_path / "results")
+    audit = LeaderboardAudit({"A": "2 targets, ε̂ ≥ 0.41 (claim ε = 1): pass", "R": NON_PRIVATE,
+                              "B": "not audited: needs the optional package(s) interpret"}, "")
+    md = board_md(board, table, diagram, tmp_path / "results", audit)
     text = "\n".join(md)
     assert md[0] == "##### classification, ε = 1 (error, lower is better)"
     assert "*Blocks:* 6 datasets." in text
@@ -61,10 +64,12 @@ def test_a_board_shows_its_ranks_status_tests_and_cd_diagram(tmp_path):
                      r"\*\*Nemenyi post-hoc: CD = 1\.91\*\*", text), text
     body = [x for x in md if re.match(r"\| \d", x)]
     assert body == [
-        "| 1 | R | 1.00 | 0.125 | non-private reference | rank 1 |",
-        "| 2 | A | 2.00 | 0.225 | ε-DP | within CD |",
-        "| 3 | B | 3.00 | 0.275 | ε-DP | differs (beyond CD) |",
-        "| 4 | C | 4.00 | 0.425 | ε-DP | differs (beyond CD) |",
+        "| 1 | R | 1.00 | 0.125 | non-private reference | — | rank 1 |",
+        "| 2 | A | 2.00 | 0.225 | ε-DP | 2 targets, ε̂ ≥ 0.41 (claim ε = 1): pass | within CD |",
+        "| 3 | B | 3.00 | 0.275 | ε-DP | not audited: needs the optional package(s) interpret "
+        "| differs (beyond CD) |",
+        "| 4 | C | 4.00 | 0.425 | ε-DP | not audited: not an entry of the leaderboard's spec "
+        "| differs (beyond CD) |",
     ]
     image = "../figures/lb/lb-cd-classification-eps1-smoke.png"
     assert f"![critical-difference diagram, classification, ε = 1]({image})" in md
@@ -74,9 +79,13 @@ def test_an_untested_board_says_why_it_has_no_diagram(tmp_path):
     frame = six_datasets()
     frame = frame[frame["dataset"].isin(["d0", "d1"])]  # 2 blocks: below autorank's 5
     [board] = boards(frame, METRICS)
-    text = "\n".join(board_md(board, ranking_table(board, entry_status(frame)), None, tmp_path))
+    no_record = LeaderboardAudit(dict.fromkeys("ABCR", NO_RECORD), "")
+    text = "\n".join(board_md(board, ranking_table(board, entry_status(frame)), None, tmp_path,
+                              no_record))
     assert "not tested: the Friedman test needs 5 blocks and two entries (here 2 and 4)" in text
-    assert "Friedman p" not in text and "| 2 | A | 2.00 | 0.205 | ε-DP | not tested |" in text
+    assert "Friedman p" not in text
+    assert ("| 2 | A | 2.00 | 0.205 | ε-DP | no audit record (run dpexp audit --all --record) "
+            "| not tested |") in text
     assert "*No critical-difference diagram:* the board is not tested" in text
 
 
