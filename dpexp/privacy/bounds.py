@@ -17,7 +17,9 @@ histogram of Dwork & Roth, Section 3.3, with a public logarithmic binning):
 * post-processing: a feature's range runs from the lowest to the highest bin whose noisy
   count exceeds ``T = (d / epsilon) ln(d K / (2 beta))``; an empty bin passes ``T`` with
   probability at most ``beta`` over all ``d K`` bins. A feature with no bin above ``T``
-  gets the whole public range ``[-2^max_exponent, 2^max_exponent]``.
+  gets the contiguous run of bins around its largest noisy count that stay above half of
+  it (still post-processing), or the whole public range ``[-2^max_exponent, 2^max_exponent]``
+  when no noisy count is positive.
 
 Budget: exactly ``epsilon`` (one ledger entry, in the accountant given or a fresh one), to be taken
 from the run's total like any other release. The range may leave out a few extreme
@@ -93,6 +95,29 @@ def dp_feature_domain(
     domain = np.tile([edges[0], edges[-1]], (d, 1))
     for j in range(d):
         above = np.flatnonzero(noisy[j] > threshold)
+        if not above.size:  # post-processing of the same release: no budget
+            above = _run_around_peak(noisy[j])
         if above.size:
             domain[j] = [edges[above[0]], edges[above[-1] + 1]]
     return domain
+
+
+def _run_around_peak(noisy: np.ndarray) -> np.ndarray:
+    """Bins of the contiguous run around the largest noisy count whose noisy counts stay
+    above half of it: the fallback when no bin passes the threshold (small data, a small
+    share of epsilon, many columns). Where the data are concentrated in a few bins, as a
+    price label or a scaled measurement is, the peak stands out of noise far below the
+    union-bound threshold; where it does not, the run is some noisy bin, a range no worse
+    than the whole public one for an estimator that clips to it. Empty when the largest
+    noisy count is not positive (no information: the whole public range)."""
+    peak = int(np.argmax(noisy))
+    if noisy[peak] <= 0:
+        return np.empty(0, dtype=np.int64)
+    half = noisy[peak] / 2.0
+    lo = peak
+    while lo > 0 and noisy[lo - 1] > half:
+        lo -= 1
+    hi = peak
+    while hi < len(noisy) - 1 and noisy[hi + 1] > half:
+        hi += 1
+    return np.arange(lo, hi + 1)

@@ -45,9 +45,30 @@ def test_an_extreme_canary_does_not_move_the_range():
     np.testing.assert_array_equal(a, b)  # same noise; the canary's count stays below T
 
 
-def test_no_bin_above_threshold_gives_the_whole_public_range():
+def test_no_positive_noisy_count_gives_the_whole_public_range(monkeypatch):
+    from dpexp.privacy import bounds
+
+    assert bounds._run_around_peak(np.array([-3.0, -1.0, 0.0])).size == 0
     dom = dp_feature_domain(np.ones((3, 2)), 0.1, np.random.default_rng(0), max_exponent=20)
-    np.testing.assert_array_equal(dom, [[-(2.0**20), 2.0**20]] * 2)
+    assert np.all(dom[:, 0] < dom[:, 1])  # a range of public edges, whatever the noise
+
+
+def test_below_the_threshold_the_peak_run_finds_concentrated_data():
+    """15 columns at epsilon 0.01: T = 1500 ln(15 K / 2e-3) ~ 20,000 is above the 15,000
+    records, yet the bin holding them stands out of Laplace(1500) noise: the range is
+    theirs, not [-2^40, 2^40] (the regression label of a small leaderboard cell)."""
+    rng = np.random.default_rng(3)
+    X = np.tile(rng.uniform(2.0**18, 2.0**19, size=(15000, 1)), (1, 15))
+    dom = dp_feature_domain(X, 0.01, np.random.default_rng(5))
+    assert np.all(dom[:, 0] >= 2.0**16) and np.all(dom[:, 1] <= 2.0**21)
+    assert np.mean((dom[:, 0] <= 2.0**18) & (dom[:, 1] >= 2.0**19)) > 0.8
+
+
+def test_peak_run_is_contiguous_above_half_the_peak():
+    from dpexp.privacy import bounds
+
+    run = bounds._run_around_peak(np.array([0.0, 6.0, 1.0, 5.5, 10.0, 7.0, 2.0, 9.0]))
+    np.testing.assert_array_equal(run, [3, 4, 5])
 
 
 @pytest.mark.parametrize(
