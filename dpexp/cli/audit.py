@@ -25,6 +25,7 @@ from dpexp.audit.catalogue import (
 from dpexp.audit.targets import AuditResult, AuditTarget, check_samples
 from dpexp.cli._common import guarded
 from dpexp.errors import DpexpError, check_epsilon
+from dpexp.registry import install_hint
 
 __all__ = ["AuditUsageError", "audit", "cli_audit"]
 
@@ -131,9 +132,10 @@ def cli_audit(
     for target in targets:
         missing = missing_requirements(target)
         if missing:
-            note = f"needs the optional package(s) {', '.join(missing)}"
+            note = (f"needs the optional package(s) {', '.join(missing)}, not audited here; "
+                    + "; ".join(install_hint(p) for p in missing))
             if not all_targets:
-                raise AuditUsageError(f"audit {target.name}: {note}; install them to run it.")
+                raise AuditUsageError(f"audit {target.name}: {note}.")
             skipped.append({"name": target.name, "algorithm": str(target.algorithm),
                             "outcome": f"skipped ({note})"})
             if not as_json:
