@@ -38,7 +38,6 @@ detail; Fig. 14's spec shows the paper's printed values for it, labelled as such
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 from functools import partial
@@ -470,10 +469,10 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
-@functools.cache
 def _in_process_forest() -> tuple[type | None, str]:
     """diffprivlib's ``RandomForestClassifier`` when it imports here and takes ``shuffle=``
-    (else None), and why not. Cached: a failed import is not retried every fit."""
+    (else None), and why not. Not cached: a failed import is retried each fit (tens of
+    microseconds when diffprivlib is absent), so installing it or a test's stand-in counts."""
     try:
         # lazy: optional peer, importable only next to a scikit-learn it supports (< 1.6)
         from diffprivlib.models import RandomForestClassifier
