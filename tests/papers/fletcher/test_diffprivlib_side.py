@@ -173,3 +173,13 @@ def test_setup_best_effort_prints_one_line_and_succeeds(monkeypatch, tmp_path):
     assert res.exit_code == 0 and "not made" in res.output
     res = runner.invoke(app, ["peers", "status"])
     assert res.exit_code == 0 and "missing (dpexp peers setup diffprivlib)" in res.output
+
+
+def test_audit_without_it_says_not_audited_here_and_how(monkeypatch, tmp_path):
+    if registry.import_failure("diffprivlib") is None:
+        pytest.skip("diffprivlib imports in this interpreter")
+    monkeypatch.delenv("DPEXP_DIFFPRIVLIB_PYTHON", raising=False)
+    monkeypatch.setattr(side_envs, "peers_dir", lambda: tmp_path)
+    res = CliRunner().invoke(app, ["audit", "diffprivlib_rf_end_to_end", "--quick"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "not audited here" in res.output and "dpexp peers setup diffprivlib" in res.output
