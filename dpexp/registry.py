@@ -46,6 +46,7 @@ from types import ModuleType
 from typing import Any
 
 from dpexp.errors import DpexpError, UnknownNameError
+from dpexp.side_envs import SIDE_ENVS, how_to_get, side_python
 
 #: The package whose subpackages are papers.
 PAPERS_PACKAGE = "dpexp.papers"
@@ -291,6 +292,24 @@ def import_failure(package: str) -> str | None:
         first = str(exc).splitlines()[0] if str(exc) else ""
         return f"{type(exc).__name__}: {first}"
     return None
+
+
+def package_unavailable(package: str) -> str | None:
+    """Why the optional ``package`` cannot be used here, or None when it can: it imports
+    in this process, or a side environment provides it (:mod:`dpexp.side_envs`; only
+    diffprivlib, whose estimator fits there when the import here fails).
+    :func:`install_hint` says how to get it."""
+    why = import_failure(package)
+    if why is None or (package in SIDE_ENVS and side_python(package) is not None):
+        return None
+    return why
+
+
+def install_hint(package: str) -> str:
+    """How to make the optional ``package`` available (one clause)."""
+    if package in SIDE_ENVS:
+        return how_to_get(package)
+    return f'install it with pip install "dpexp[peers]" (or pip install {package})'
 
 
 def get_algorithm(name: str) -> AlgorithmInfo:

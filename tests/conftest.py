@@ -88,6 +88,25 @@ def unavailable(what: str, source: RealData) -> None:
     pytest.skip(message)
 
 
+#: Set by ``.ci/run``: a missing side environment of an optional peer
+#: (``dpexp peers setup diffprivlib``, made by ``make install-test``) fails its tests.
+REQUIRE_PEERS_ENV = "DPEXP_TEST_REQUIRE_PEERS"
+
+
+def require_side_env(package: str) -> Path:
+    """The side interpreter providing ``package`` (:mod:`dpexp.side_envs`); skip without it,
+    or fail under ``DPEXP_TEST_REQUIRE_PEERS=1``."""
+    from dpexp.side_envs import how_to_get, side_python
+
+    python = side_python(package)
+    if python is None:
+        message = f"needs the {package} side environment: {how_to_get(package)}"
+        if os.environ.get(REQUIRE_PEERS_ENV, "") not in ("", "0"):
+            pytest.fail(f"{message} ({REQUIRE_PEERS_ENV} is set, so this is an error)", pytrace=False)
+        pytest.skip(message)
+    return python
+
+
 @pytest.fixture(scope="session")
 def real_data() -> RealData:
     return _REAL_DATA

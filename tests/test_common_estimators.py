@@ -14,7 +14,8 @@ builds them) unless a test says otherwise: scikit-learn's checks compare two fit
 
 One estimator per estimator class (the first algorithm that uses it), plus every
 algorithm its manifest lists in ``common_test_params`` (e.g. ``xgboost_dp_paper``).
-Estimators that come from scikit-learn itself, or whose optional packages are missing,
+Estimators that come from scikit-learn itself, or whose optional packages cannot be used
+(missing, and no side environment provides them: :mod:`dpexp.side_envs`),
 are left out.
 """
 
@@ -28,13 +29,13 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpexp.privacy.randomness import seeded_noise
-from dpexp.registry import AlgorithmInfo, import_failure, make_estimator, paper_manifests
+from dpexp.registry import AlgorithmInfo, make_estimator, package_unavailable, paper_manifests
 
 EPSILON = 1.0  # of the invariant tests
 
 
 def _installed(info: AlgorithmInfo) -> bool:
-    return all(import_failure(r) is None for r in info.requires)
+    return all(package_unavailable(r) is None for r in info.requires)
 
 
 def _cases() -> list[tuple[AlgorithmInfo, str, dict[str, Any], dict[str, str]]]:

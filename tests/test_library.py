@@ -20,7 +20,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from dpexp.errors import BudgetExceededError
 from dpexp.papers.fletcher.forest import FletcherForestClassifier
 from dpexp.privacy import BudgetAccountant, seeded_noise
-from dpexp.registry import all_algorithms, common_test_params, import_failure, make_estimator
+from dpexp.registry import all_algorithms, common_test_params, make_estimator, package_unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 N_FEATURES = 3
@@ -143,7 +143,7 @@ def test_accountant_must_be_a_budget_accountant():
 
 
 def _installed(info) -> bool:
-    return all(import_failure(r) is None for r in info.requires)
+    return all(package_unavailable(r) is None for r in info.requires)
 
 
 CLASSIFIERS = [pytest.param(name, id=name) for name, info in all_algorithms().items()

@@ -21,11 +21,11 @@ from dpexp.privacy.public import (
     public_classes,
     warn_outside_package,
 )
-from dpexp.registry import AlgorithmInfo, import_failure, make_estimator, paper_manifests
+from dpexp.registry import AlgorithmInfo, make_estimator, package_unavailable, paper_manifests
 
 
 def _installed(info: AlgorithmInfo) -> bool:
-    return all(import_failure(r) is None for r in info.requires)
+    return all(package_unavailable(r) is None for r in info.requires)
 
 
 def _private_cases() -> list:

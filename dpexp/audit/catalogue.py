@@ -29,7 +29,7 @@ from typing import Any
 
 from dpexp.audit.targets import AuditTarget
 from dpexp.errors import UnknownNameError
-from dpexp.registry import all_algorithms, import_failure, manifest_audit_refs, resolve
+from dpexp.registry import all_algorithms, manifest_audit_refs, package_unavailable, resolve
 
 __all__ = [
     "BUILTIN_TARGET_LISTS",
@@ -166,9 +166,9 @@ def target_source(name: str) -> str | None:
 
 def missing_requirements(target: AuditTarget) -> list[str]:
     """Optional packages the audited algorithm needs (``AlgorithmInfo.requires``) that
-    are not importable here (absent, or installed but failing on import); such a target
-    cannot run on this machine."""
+    cannot be used here (absent, or installed but failing on import, and no side
+    environment provides them); such a target cannot run on this machine."""
     if target.algorithm is None:
         return []
     info = all_algorithms().get(target.algorithm)
-    return [r for r in (info.requires if info else ()) if import_failure(r) is not None]
+    return [r for r in (info.requires if info else ()) if package_unavailable(r) is not None]

@@ -2,7 +2,7 @@
 
 One module per command group, each thin (parse, call the library, print):
 ``experiments`` (list, show, validate), ``run`` (run, plan), ``render`` (render, results,
-report), ``algorithms``, ``audit``, ``datasets`` and ``cluster`` (sub-apps); ``_common``
+report), ``algorithms``, ``audit``, ``datasets``, ``cluster`` and ``peers`` (sub-apps); ``_common``
 holds the consoles, :func:`guarded` and the shared option types and parsing.
 """
 
@@ -12,7 +12,17 @@ from typing import Annotated
 
 import typer
 
-from dpexp.cli import algorithms, audit, cluster, datasets, experiments, leaderboard, render, run
+from dpexp.cli import (
+    algorithms,
+    audit,
+    cluster,
+    datasets,
+    experiments,
+    leaderboard,
+    peers,
+    render,
+    run,
+)
 from dpexp.cli._common import OneLineErrors, guarded
 
 __all__ = ["app", "guarded", "main"]
@@ -56,6 +66,7 @@ app.command()(audit.audit)
 app.command()(leaderboard.leaderboard)
 app.add_typer(datasets.app, name="datasets")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(peers.app, name="peers")
 
 
 def main() -> None:  # pragma: no cover - console entry point

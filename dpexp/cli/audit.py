@@ -26,6 +26,7 @@ from dpexp.audit.targets import AuditResult, AuditTarget, check_samples
 from dpexp.cli._common import ResultsDir, guarded
 from dpexp.errors import DpexpError, check_epsilon
 from dpexp.paths import default_results_dir
+from dpexp.registry import install_hint
 
 if TYPE_CHECKING:
     from dpexp.audit.run import TargetRun
@@ -163,7 +164,8 @@ def cli_audit(
         missing = missing_requirements(targets[0])
         if missing:
             raise AuditUsageError(f"audit {targets[0].name}: needs the optional package(s) "
-                                  f"{', '.join(missing)}; install them to run it.")
+                                  f"{', '.join(missing)}, not audited here; "
+                                  + "; ".join(install_hint(p) for p in missing) + ".")
     started = time.perf_counter()
 
     def show(run: TargetRun) -> None:

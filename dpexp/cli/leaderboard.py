@@ -106,12 +106,16 @@ def _check_optional(spec) -> None:
     # lazy: as above, the machinery loads when the command runs
     from dpexp.experiments.environment import optional_unavailable
     from dpexp.registry import get_algorithm
+    from dpexp.side_envs import SIDE_ENVS, how_to_get
 
     for a in spec.algorithms:
         why = optional_unavailable(get_algorithm(a.name).requires) if a.name else None
         if why:
+            package = why.split(" ")[0]
+            hint = (how_to_get(package) if package in SIDE_ENVS else
+                    f"install the leaderboard's with pip install \"dpexp[{EXTRA}]\"")
             raise DpexpError(f"{spec.id}: {a.label} ({a.name}) needs the optional package {why}; "
-                             f"install the leaderboard's with pip install \"dpexp[{EXTRA}]\".")
+                             f"{hint}.")
     why = optional_unavailable(("autorank",))
     if why:
         raise DpexpError(f"{spec.id}: the ranks need the optional package {why}; install the "

@@ -15,7 +15,7 @@ from dpexp.datasets import download
 from dpexp.datasets.registry import DatasetInfo, get_dataset_info
 from dpexp.errors import DpexpError
 from dpexp.paths import data_dir, project_root
-from dpexp.registry import import_failure
+from dpexp.registry import package_unavailable
 
 
 def git_revision() -> str:
@@ -56,9 +56,10 @@ def check_writable(directory: Path, what: str) -> None:
 
 
 def optional_unavailable(requires: tuple[str, ...]) -> str | None:
-    """The first optional package of ``requires`` that does not import, with why; or None."""
+    """The first optional package of ``requires`` that cannot be used here (it does not
+    import and no side environment provides it), with why and how to get it; or None."""
     for package in requires:
-        why = import_failure(package)
+        why = package_unavailable(package)
         if why is not None:
             return f"{package} ({why})"
     return None

@@ -45,7 +45,7 @@ from dpexp.experiments.schema import RESULT_COLUMNS
 from dpexp.experiments.shard import shard_digests
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.experiments.stale import stale_summary
-from dpexp.registry import get_algorithm
+from dpexp.registry import get_algorithm, install_hint
 
 __all__ = ["RESULT_COLUMNS", "RunConfig", "RunReport", "experiment_lock", "run_cell",
            "run_experiment"]
@@ -91,7 +91,7 @@ def drop_unavailable(spec: ExperimentSpec, require_optional: bool) -> tuple[Expe
             keep.append(a)
             continue
         msg = (f"{a.label} ({a.name}) needs the optional package {why}; "
-               f"install it with pip install \"dpexp[peers]\" (or pip install {info.requires[0]})")
+               f"{install_hint(why.split(' ')[0])}")
         if require_optional:
             raise DpexpError(f"{spec.id}: {msg}.")
         notes.append(f"skipped {msg}.")

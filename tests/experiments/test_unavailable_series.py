@@ -19,8 +19,11 @@ SPEC = tiny_spec(
 
 @pytest.fixture()
 def no_diffprivlib(tmp_path, monkeypatch):
-    """The tiny spec, and diffprivlib failing to import whether or not it is installed."""
+    """The tiny spec, and diffprivlib failing to import whether or not it is installed, with
+    no side environment to provide it (its interpreter variable names a missing file)."""
     import dpexp.experiments.runner as runner
+
+    monkeypatch.setenv("DPEXP_DIFFPRIVLIB_PYTHON", str(tmp_path / "no-side-python"))
 
     real = runner.optional_unavailable
 

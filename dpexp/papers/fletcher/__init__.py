@@ -67,7 +67,8 @@ MANIFEST = PaperManifest(
         AlgorithmInfo(
             name="diffprivlib_rf", targets={"classification": f"{_COMP}:DiffprivlibForestClassifier"},
             private=True, paper=_PAPER,
-            description="IBM diffprivlib RandomForestClassifier (optional [peers] extra).",
+            description="IBM diffprivlib RandomForestClassifier (optional [peers] extra, or its side "
+                        "environment: dpexp peers setup diffprivlib).",
             default_params={"n_trees": 100}, requires=("diffprivlib",),
             tree_params=TreeParams(trees="n_trees", depth="max_depth"),
             param_names=_DIFFPRIVLIB_PARAMS,

@@ -28,7 +28,8 @@
   such (the FS paper is not in ``../shared/papers``).
 * :class:`DiffprivlibForestClassifier` (``diffprivlib_rf``): IBM diffprivlib's
   ``RandomForestClassifier`` (an independent implementation of this forest), when the
-  optional ``diffprivlib`` package is installed (``pip install dpexp[peers]``).
+  optional ``diffprivlib`` package imports here (``pip install dpexp[peers]``) or in the
+  side environment of ``dpexp peers setup diffprivlib`` (:mod:`.diffprivlib_side`).
 
 RGV (Rana, Gupta & Venkatesh 2016) is not implemented: its description (a weaker privacy
 definition, tree counts from formulas of their paper) is not available to us in enough
@@ -46,6 +47,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpexp.errors import DpexpError, check_epsilon
+from dpexp.papers.fletcher.diffprivlib_side import fit_in_side_env
 from dpexp.papers.fletcher.forest import encode_labels, leaf_counts, mark_metadata, resolve_metadata
 from dpexp.papers.fletcher.trees import (
     TreeSchema,
@@ -59,6 +61,7 @@ from dpexp.papers.fletcher.trees import (
 from dpexp.privacy import Accountant
 from dpexp.privacy.budget import charges_budget
 from dpexp.privacy.randomness import estimator_streams
+from dpexp.side_envs import how_to_get, side_python
 from dpexp.trees.tree import ArrayTree, TreeBuilder
 
 # ------------------------------------------------------------------------------ JPW
@@ -393,6 +396,12 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
     is passed to diffprivlib. All of diffprivlib's randomness (trees, partition, noise) is
     seeded from the noise stream (``noise_rng``; None: fresh OS entropy),
     since none of it is published apart from the model.
+
+    Where diffprivlib imports in this process it fits here (``model_``); otherwise (0.6.6
+    next to scikit-learn >= 1.6) in the side environment of ``dpexp peers setup
+    diffprivlib`` with the same arguments and seed, keeping its trees as arrays
+    (``forest_``, a :class:`~dpexp.papers.fletcher.diffprivlib_side.SideForest`) that
+    predict here without it. ``side_env_`` says which.
     """
 
     def __init__(
@@ -417,28 +426,31 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
 
     @charges_budget
     def fit(self, X, y):
-        try:
-            from diffprivlib.models import RandomForestClassifier
-        except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        forest_class, import_error = _in_process_forest()
+        python = side_python("diffprivlib") if forest_class is None else None
+        if forest_class is None and python is None:
             raise DpexpError(
-                "diffprivlib_rf needs the optional 'diffprivlib' package (pip install 'dpexp[peers]') "
-                f"importable with this scikit-learn; importing it failed: {exc}"
-            ) from exc
-        if "shuffle" not in inspect.signature(RandomForestClassifier).parameters:
-            raise DpexpError(
-                "diffprivlib_rf needs a diffprivlib whose RandomForestClassifier takes shuffle= "
-                "(without it the records are split over the trees by position blocks, which is "
-                "not differentially private); upgrade diffprivlib"
+                f"diffprivlib_rf needs diffprivlib, which does not import here ({import_error}); "
+                f"{how_to_get('diffprivlib')}"
             )
         epsilon = check_epsilon(self.epsilon)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.accountant_ = Accountant(epsilon=epsilon)
-        encode_labels(self, y, self.accountant_)
+        y_codes = encode_labels(self, y, self.accountant_)
         meta = resolve_metadata(X, self.feature_domain, None, None)
         mark_metadata(meta, self.accountant_)
         depth = self.max_depth if self.max_depth is not None else theorem2_depth(X.shape[1], 0)
         seed = int(estimator_streams(self.random_state, self.noise_rng).noise_generator().integers(2**31 - 1))
-        forest = RandomForestClassifier(
+        self.side_env_ = forest_class is None
+        if self.side_env_:
+            draw = partial(fit_in_side_env, python, X, y_codes, n_classes=self.classes_.size,
+                           lows=meta.lows, highs=meta.highs, epsilon=epsilon,
+                           n_estimators=int(self.n_trees), max_depth=int(depth), seed=seed)
+            self.forest_, _ = self.accountant_.release(
+                draw, epsilon=epsilon,
+                what="diffprivlib RandomForestClassifier, side environment (its own accounting)")
+            return self
+        forest = forest_class(
             n_estimators=int(self.n_trees), epsilon=epsilon, bounds=(meta.lows, meta.highs),
             classes=self.classes_, max_depth=int(depth), random_state=seed, shuffle=True,
         )
@@ -448,11 +460,28 @@ class DiffprivlibForestClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X) -> np.ndarray:
-        check_is_fitted(self, "model_")
+        check_is_fitted(self, "side_env_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.model_.predict_proba(X)
+        return self.forest_.predict_proba(X) if self.side_env_ else self.model_.predict_proba(X)
 
     def predict(self, X) -> np.ndarray:
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.model_.predict(X)
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+def _in_process_forest() -> tuple[type | None, str]:
+    """diffprivlib's ``RandomForestClassifier`` when it imports here and takes ``shuffle=``
+    (else None), and why not. Not cached: a failed import is retried each fit (tens of
+    microseconds when diffprivlib is absent), so installing it or a test's stand-in counts."""
+    try:
+        # lazy: optional peer, importable only next to a scikit-learn it supports (< 1.6)
+        from diffprivlib.models import RandomForestClassifier
+    except Exception as exc:  # noqa: BLE001 - diffprivlib 0.6 fails with ImportError or others
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if "shuffle" not in inspect.signature(RandomForestClassifier).parameters:
+        raise DpexpError(
+            "diffprivlib_rf needs a diffprivlib whose RandomForestClassifier takes shuffle= "
+            "(without it the records are split over the trees by position blocks, which is "
+            "not differentially private); upgrade diffprivlib"
+        )
+    return RandomForestClassifier, ""
