@@ -28,7 +28,7 @@ INF = float("inf")
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, no spaces) used in keys and the params column."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_default)
+    return _CANONICAL.encode(obj)
 
 
 def _default(o):
@@ -39,6 +39,12 @@ def _default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+#: The encoder of :func:`canonical_json`, made once: ``json.dumps`` with these arguments
+#: builds the same encoder on every call (the same text; a sixth of the time of the
+#: 150,000 keys ``dpexp list`` makes).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_default)
 
 
 def format_epsilon(eps: float) -> str:
