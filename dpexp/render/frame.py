@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -62,7 +64,7 @@ def param_values(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series([None] * len(frame), index=frame.index, dtype=object)
 
 
-def row_param(row: pd.Series, name: str):
+def row_param(row: pd.Series | Mapping[str, Any], name: str):
     """Algorithm parameter ``name`` of one row (None where absent), see :func:`param_values`."""
     return row.get(param_column(name))
 
@@ -89,8 +91,15 @@ def not_dp_mask(frame: pd.DataFrame) -> pd.Series:
 
 
 def procedure_mask(frame: pd.DataFrame) -> pd.Series:
-    """Rows computed by a registered procedure instead of a fitted estimator."""
-    return frame["algorithm"].astype(str).str.startswith("procedure:")
+    """Rows computed by a registered procedure instead of a fitted estimator.
+
+    Judged once per distinct algorithm (a few a table) instead of once per row: the
+    string method loops over the rows in Python (issue 43)."""
+    algorithms = frame["algorithm"].astype(str)
+    codes, names = pd.factorize(algorithms)
+    is_procedure = np.array([str(n).startswith("procedure:") for n in names], dtype=bool)
+    return pd.Series(is_procedure[codes] if len(codes) else np.zeros(0, dtype=bool),
+                     index=frame.index, name=algorithms.name)
 
 
 def procedure_notes(frame: pd.DataFrame) -> list[str]:
@@ -212,8 +221,9 @@ def domain_statement(frame: pd.DataFrame, order: list[str], display: dict[str, s
     return "Feature domain: " + "; ".join(parts) + "."
 
 
-def _span(values) -> str:
-    vals = sorted({int(v) for v in values if not pd.isna(v)})
+def _span(values: pd.Series) -> str:
+    # distinct values first (a few seeds, folds, repeats among thousands of rows)
+    vals = sorted({int(v) for v in pd.unique(values) if not pd.isna(v)})
     if not vals:
         return "—"
     if len(vals) > 2 and vals == list(range(vals[0], vals[-1] + 1)):

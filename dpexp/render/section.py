@@ -20,7 +20,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import DatasetRef, ExperimentSpec
 from dpexp.experiments.stale import stale_rows, stale_summary
 from dpexp.render.claims import ClaimResult, check_claims
-from dpexp.render.frame import not_dp_caveats, not_dp_mask, procedure_mask, replicate_statement
+from dpexp.render.frame import not_dp_mask, procedure_mask
 from dpexp.render.paper_values import PLAUSIBLE, SHOWN
 from dpexp.render.render import NothingCachedError, RenderReport, render_frame
 from dpexp.render.significance import significance_markdown
@@ -139,10 +139,10 @@ def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Sectio
     sec.comparison = agg[agg["paper_value"].notna()]
     sec.agg = agg
     sec.claims = check_claims(spec.claims, agg, ctx.tasks, scale)
-    sec.not_dp = not_dp_caveats(frame, ctx)
+    sec.not_dp = list(rendered.not_dp)
     sec.not_dp_cells, sec.not_dp_kinds = not_dp_cell_count(frame)
     sec.domain = ctx.note
-    sec.replicates = replicate_statement(frame, agg["n"])
+    sec.replicates = rendered.replicates
     sec.noise = sorted(set(frame["noise"]) - {""}) if "noise" in frame else []
     sec.rows_stale, sec.stale = int(stale_rows(frame).sum()), stale_summary(frame)
     sec.display = ctx.display
