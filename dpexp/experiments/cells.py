@@ -10,6 +10,7 @@ do not use epsilon) run once per fold with ``epsilon = inf`` instead of once per
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -110,29 +111,34 @@ class Cell:
     #: The metrics the spec asks (for the dataset's task), sorted: not part of the key.
     metrics: tuple[str, ...] = field(kw_only=True)
 
+    # The keys below are made once a cell (cached_property writes the instance's __dict__,
+    # which a frozen dataclass allows; no field changes after a cell is made, its params
+    # dict included): counting and reporting a campaign asks each of 60,000 cells for its
+    # key several times.
+
     def _content(self) -> dict[str, Any]:
         return content_fields(
             dataset=self.dataset.key, max_rows=self.max_rows, cv=self.cv, fold=self.fold,
             repeat=self.repeat, algorithm=self.algorithm or f"procedure:{self.procedure}",
             params=self.params, epsilon=self.epsilon, seed=self.seed)
 
-    @property
+    @functools.cached_property
     def seed_key(self) -> str:
         """What the cell's random streams derive from: what determines its numbers, but the
         data version (a cache entry of unchanged data keeps its numbers when a fingerprint
         is added or recomputed)."""
         return canonical_json(self._content())
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """The cell's identity in the cache (:func:`content_key`)."""
         return content_key(self._content(), self.data_version)
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         return hashlib.sha256(self.key.encode()).hexdigest()[:24]
 
-    @property
+    @functools.cached_property
     def view_key(self) -> str:
         """Where the cell's rows appear (a results table's row key,
         :func:`dpexp.experiments.committed.row_key`): experiment, scale, label and the cell
@@ -147,7 +153,7 @@ class Cell:
             named["data"] = self.data_version
         return canonical_json(named)
 
-    @property
+    @functools.cached_property
     def view_digest(self) -> str:
         return hashlib.sha256(self.view_key.encode()).hexdigest()[:24]
 

@@ -109,6 +109,9 @@ class CachedResults:
     missing: list[Cell]
     seeds: tuple[int, ...] = ()
     cells: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    #: every cell of the (filtered) grid for ``seeds``, ``missing`` among them: a caller
+    #: counting the grid reuses these cells (and their keys) instead of expanding it again
+    grid: list[Cell] = field(default_factory=list, repr=False)
 
     @property
     def n_expected(self) -> int:
@@ -210,16 +213,15 @@ def _own_cells(spec: ExperimentSpec, scale: str, results_dir: Path) -> list[dict
     return [p for p in payloads if p.get("key") in grid]
 
 
-def _grid_missing(
-    spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...], have: set[str]
-) -> list[Cell]:
+def _grid(spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...]
+          ) -> list[Cell]:
     picked = select(
         spec,
         list(filters.datasets) if filters.datasets else None,
         list(filters.algorithms) if filters.algorithms else None,
         list(filters.epsilons) if filters.epsilons else None,
     )
-    return [c for seed in seeds for c in expand(picked, scale, seed) if c.key not in have]
+    return [c for seed in seeds for c in expand(picked, scale, seed)]
 
 
 def current_params(spec: ExperimentSpec) -> dict[str, set[str]]:
@@ -249,6 +251,16 @@ def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
         return False
     tasks = (task,) if task else TASKS  # a per-task series: the resolution for this task
     return not any(f"{t}:{params_json}" in points for t in tasks)
+
+
+def _in_key_order(payloads: list[dict]) -> list[dict]:
+    """``payloads`` sorted by key, then by their cell record's canonical JSON; that JSON is
+    made only when two payloads share a key (a cell with no key twice): the order is the
+    same, without 60,000 JSON texts (issue 43)."""
+    keys = [p.get("key", "") for p in payloads]
+    if len(set(keys)) == len(keys):
+        return [p for _, p in sorted(zip(keys, payloads, strict=True), key=lambda kp: kp[0])]
+    return sorted(payloads, key=lambda p: (p.get("key", ""), canonical_json(p["cell"])))
 
 
 def cached_results(
@@ -290,8 +302,7 @@ def cached_results(
             task_of(p["cell"].get("dataset")))]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
-    kept = sorted((p for p in payloads if filters.keeps(p["cell"])),
-                  key=lambda p: (p.get("key", ""), canonical_json(p["cell"])))
+    kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])
     rows = [r for p in kept for r in payload_rows(p)]
     if spec.cells_from:  # another experiment's cells: the metrics this artefact shows
         shown = {m for names in spec.metrics.values() for m in names}
@@ -300,6 +311,7 @@ def cached_results(
     frame = with_param_columns(frame)
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
     seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
-    missing = _grid_missing(spec, scale, filters, seeds, have)
-    return CachedResults(frame=frame, n_cells=len(kept), missing=missing, seeds=seeds,
+    grid = _grid(spec, scale, filters, seeds)
+    missing = [c for c in grid if c.key not in have]
+    return CachedResults(frame=frame, n_cells=len(kept), missing=missing, seeds=seeds, grid=grid,
                          cells=[p["cell"] for p in kept])

@@ -47,7 +47,7 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     f["noise"] = f["noise"].fillna("").astype(str)
     f["data_version"] = f["data_version"].astype(object).fillna("").astype(str)
     f["metric_kind"] = f["metric_kind"].fillna("metric").astype(str)
-    f["private"] = f["private"].map(_as_bool).astype(object)
+    f["private"] = _private_column(f["private"])
     f["epsilon"] = f["epsilon"].astype(float)
     return f
 
@@ -78,6 +78,14 @@ def _as_bool(v) -> bool | None:
     return bool(v)
 
 
+def _private_column(private: pd.Series) -> pd.Series:
+    """:func:`_as_bool` of every value, computed once per distinct value (values pandas
+    holds equal, ``True``/``1``/``1.0`` or the missing ones, have equal answers)."""
+    codes, distinct = pd.factorize(private)
+    answers = np.array([*(_as_bool(v) for v in distinct), None], dtype=object)
+    return pd.Series(answers[codes], index=private.index, name=private.name, dtype=object)
+
+
 def not_dp_mask(frame: pd.DataFrame) -> pd.Series:
     """Rows run with a finite epsilon whose release is nevertheless not DP (``private``
     False: a registered not-DP variant, or a fit that called ``Accountant.mark_not_dp``).
@@ -86,7 +94,8 @@ def not_dp_mask(frame: pd.DataFrame) -> pd.Series:
     they never claimed a guarantee and are already shown as "no noise"; so are procedure
     rows (formulas, timings: see :func:`procedure_notes`), which are not fits of a model.
     """
-    explicit = frame["private"].map(lambda v: v is False).astype(bool)
+    explicit = pd.Series([v is False for v in frame["private"].tolist()], index=frame.index,
+                         dtype=bool)
     return explicit & np.isfinite(frame["epsilon"].astype(float)) & ~procedure_mask(frame)
 
 
@@ -280,13 +289,21 @@ def not_dp_entries(frame: pd.DataFrame) -> list[NotDpEntry]:
     return out
 
 
+def _algorithm_of_label(frame: pd.DataFrame) -> dict[str, str]:
+    """Label -> algorithm, labels in the order they first appear, each with the algorithm
+    of its last row (what a dict built row by row gives), from the distinct pairs only."""
+    pairs = frame[["label", "algorithm"]].astype(str)
+    last = pairs.drop_duplicates("label", keep="last")
+    of_label = dict(zip(last["label"], last["algorithm"], strict=True))
+    return {label: of_label[label] for label in pd.unique(pairs["label"])}
+
+
 def render_context(spec: ExperimentSpec, frame: pd.DataFrame, scale: str) -> RenderContext:
     """The context of a (normalised) frame: its datasets in paper order, names, domain."""
     paper = _paper_datasets(spec)  # one spec-file read for both
     order = dataset_order(spec, frame["dataset"].unique(), paper)
     display = dataset_display(spec, order, paper)
-    algorithms = (dict(zip(frame["label"].astype(str), frame["algorithm"].astype(str), strict=True))
-                  if {"label", "algorithm"} <= set(frame.columns) else {})
+    algorithms = _algorithm_of_label(frame) if {"label", "algorithm"} <= set(frame.columns) else {}
     return RenderContext(order=order, display=display, tasks=dataset_tasks(order, frame),
                          scale=scale, note=domain_statement(frame, order, display),
                          algorithms=algorithms)

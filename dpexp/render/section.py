@@ -103,7 +103,7 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
         sec = _section(spec, s, rendered)
         # cells of the spec's grid only: a peer's column or an override run is shown but
         # is neither done nor to do
-        grid = [c for seed in res.seeds for c in expand(at, s, seed)]
+        grid = res.grid  # the grid of res.seeds (no filter here), keys already made
         missing = {c.key for c in res.missing}
         lacking = missing_packages(at, {c.label for c in res.missing})
         return _counted(sec, completion(grid, lambda c, gone=missing: c.key not in gone,
@@ -143,7 +143,7 @@ def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Sectio
     sec.not_dp_cells, sec.not_dp_kinds = not_dp_cell_count(frame)
     sec.domain = ctx.note
     sec.replicates = rendered.replicates
-    sec.noise = sorted(set(frame["noise"]) - {""}) if "noise" in frame else []
+    sec.noise = sorted(set(pd.unique(frame["noise"])) - {""}) if "noise" in frame else []
     sec.rows_stale, sec.stale = int(stale_rows(frame).sum()), stale_summary(frame)
     sec.display = ctx.display
     sec.significance = significance_markdown(spec, frame, scale, ctx.display)
