@@ -345,6 +345,7 @@ class SharedReads:
 def committed_payloads(
     spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None,
     *, grid_only: bool = False, shared: SharedReads | None = None,
+    grids: dict[int, list[Cell]] | None = None,
 ) -> list[dict[str, Any]]:
     """Cache payloads (``key``, ``cell``, ``rows``, ``committed``, ``grid``) of the cells
     the committed table holds, for ``seeds`` (default: every seed in the table).
@@ -354,6 +355,8 @@ def committed_payloads(
     columns, the cell record rebuilt from the row (:func:`_cell_record`). A spec showing
     another's cells (``cells_from``) reads that experiment's table, its own grid only.
     ``shared`` reads a table several specs read once (the rows are then shared: read only).
+    ``grids`` (seed -> ``expand(spec, scale, seed)``) holds the grids expanded here, and
+    gives those a caller expanded already: one expansion (and one key a cell) per call.
     """
     path = table_path(results_dir, spec.cells_id, scale)
     grid_only = grid_only or bool(spec.cells_from)
@@ -369,7 +372,13 @@ def committed_payloads(
     at = spec.at_scale(scale)
     out, grid_keys = [], set()
     for seed in seeds:
-        for cell in expand(spec, scale, seed):
+        if grids is None:
+            cells = expand(spec, scale, seed)
+        elif seed in grids:
+            cells = grids[seed]
+        else:
+            cells = grids[seed] = expand(spec, scale, seed)
+        for cell in cells:
             view_key = cell.view_key  # canonical JSON, made once a cell
             grid_keys.add(view_key)
             rows = groups.get(view_key)

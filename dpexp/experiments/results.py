@@ -213,14 +213,20 @@ def _own_cells(spec: ExperimentSpec, scale: str, results_dir: Path) -> list[dict
     return [p for p in payloads if p.get("key") in grid]
 
 
-def _grid(spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...]
-          ) -> list[Cell]:
+def _grid(spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...],
+          grids: dict[int, list[Cell]]) -> list[Cell]:
+    """The cells of ``spec``'s grid (restricted by ``filters``) for ``seeds``; ``grids``
+    (seed -> the unrestricted grid, :func:`committed_payloads`) are used when nothing
+    restricts it."""
     picked = select(
         spec,
         list(filters.datasets) if filters.datasets else None,
         list(filters.algorithms) if filters.algorithms else None,
         list(filters.epsilons) if filters.epsilons else None,
     )
+    if picked is spec:  # no restriction: the grids expanded already serve
+        return [c for seed in seeds
+                for c in (grids[seed] if seed in grids else expand(spec, scale, seed))]
     return [c for seed in seeds for c in expand(picked, scale, seed)]
 
 
@@ -282,8 +288,10 @@ def cached_results(
     # The committed table's cells count as cached (a fresh clone renders and reports from
     # it alone); a cached cell replaces a committed one only when this code computed it.
     own = _own_cells(spec, scale, results_dir)
+    grids: dict[int, list[Cell]] = {}
     merged = reconcile([p for p in own if "key" in p],
-                       committed_payloads(spec, scale, results_dir, shared=shared), git_revision)
+                       committed_payloads(spec, scale, results_dir, shared=shared, grids=grids),
+                       git_revision)
     warn_conflicts(merged.conflicts, spec.id, scale)
     payloads = merged.payloads + [p for p in own if "key" not in p]
     have = {p["key"] for p in payloads if "key" in p}
@@ -297,8 +305,16 @@ def cached_results(
                 tasks[name] = dataset_task(dataset)
             return tasks[name]
 
+        texts: dict[int, tuple[Any, str]] = {}  # the grid's cells share their params dicts
+
+        def params_json(params: Any) -> str:
+            # keyed by the dict's id, the dict kept alive beside its text (no id reused)
+            if id(params) not in texts:
+                texts[id(params)] = (params, canonical_json(params))
+            return texts[id(params)][1]
+
         payloads = [p for p in payloads if not is_stale(
-            p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
+            p["cell"].get("label"), params_json(p["cell"].get("params") or {}), current,
             task_of(p["cell"].get("dataset")))]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
@@ -311,7 +327,7 @@ def cached_results(
     frame = with_param_columns(frame)
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
     seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
-    grid = _grid(spec, scale, filters, seeds)
+    grid = _grid(spec, scale, filters, seeds, grids)
     missing = [c for c in grid if c.key not in have]
     return CachedResults(frame=frame, n_cells=len(kept), missing=missing, seeds=seeds, grid=grid,
                          cells=[p["cell"] for p in kept])
