@@ -105,10 +105,9 @@ def procedure_mask(frame: pd.DataFrame) -> pd.Series:
     Judged once per distinct algorithm (a few a table) instead of once per row: the
     string method loops over the rows in Python (issue 43)."""
     algorithms = frame["algorithm"].astype(str)
-    codes, names = pd.factorize(algorithms)
-    is_procedure = np.array([str(n).startswith("procedure:") for n in names], dtype=bool)
-    return pd.Series(is_procedure[codes] if len(codes) else np.zeros(0, dtype=bool),
-                     index=frame.index, name=algorithms.name)
+    codes, names = pd.factorize(algorithms)  # a missing value (code -1) is not a procedure
+    is_procedure = np.array([*(str(n).startswith("procedure:") for n in names), False], dtype=bool)
+    return pd.Series(is_procedure[codes], index=frame.index, name=algorithms.name)
 
 
 def procedure_notes(frame: pd.DataFrame) -> list[str]:
@@ -293,6 +292,8 @@ def _algorithm_of_label(frame: pd.DataFrame) -> dict[str, str]:
     """Label -> algorithm, labels in the order they first appear, each with the algorithm
     of its last row (what a dict built row by row gives), from the distinct pairs only."""
     pairs = frame[["label", "algorithm"]].astype(str)
+    if pairs.isna().any().any():  # a missing label or algorithm: row by row, as ever
+        return dict(zip(pairs["label"], pairs["algorithm"], strict=True))
     last = pairs.drop_duplicates("label", keep="last")
     of_label = dict(zip(last["label"], last["algorithm"], strict=True))
     return {label: of_label[label] for label in pd.unique(pairs["label"])}
