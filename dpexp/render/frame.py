@@ -216,9 +216,10 @@ def domain_statement(frame: pd.DataFrame, order: list[str], display: dict[str, s
     # A formula procedure loads no data, so records no domain: nothing to state for it.
     fitted = frame[~(procedure_mask(frame) & (frame["domain_source"] == ""))]
     for key in order:
-        if not (fitted["dataset"] == key).any():
+        rows = fitted["dataset"] == key
+        if not rows.any():
             continue
-        sources = sorted(set(fitted.loc[fitted["dataset"] == key, "domain_source"]))
+        sources = sorted(set(pd.unique(fitted.loc[rows, "domain_source"])))
         for src in sources or [""]:
             by_phrase.setdefault(domain_phrase(src), []).append(display.get(key, key))
     if not by_phrase:
@@ -260,7 +261,7 @@ def data_domain_lines(frame: pd.DataFrame, order: list[str], display: dict[str, 
                  & (frame["domain_source"] != "")]
     out = []
     for key in order:
-        sources = set(runs.loc[runs["dataset"] == key, "domain_source"])
+        sources = set(pd.unique(runs.loc[runs["dataset"] == key, "domain_source"]))
         out += [f"every budgeted row on {display.get(key, key)}: {domain_phrase(src)}"
                 for src in sorted(sources) if not src.startswith("declared")]
     return out
@@ -279,9 +280,11 @@ def not_dp_entries(frame: pd.DataFrame) -> list[NotDpEntry]:
     bad = frame[not_dp_mask(frame)]
     out = []
     for (label, ds), part in bad.groupby(["label", "dataset"], sort=False):
-        eps = sorted(set(part["epsilon"].astype(float)))
-        # A reason may repeat (the registry's and the accountant's say the same thing).
-        reasons = list(dict.fromkeys(r for text in part["not_dp_reason"] for r in text.split("; ") if r))
+        eps = sorted(set(pd.unique(part["epsilon"].astype(float))))
+        # A reason may repeat (the registry's and the accountant's say the same thing); the
+        # distinct texts in order of first appearance give the reasons in the same order.
+        reasons = list(dict.fromkeys(r for text in pd.unique(part["not_dp_reason"])
+                                     for r in text.split("; ") if r))
         reasons = reasons or ["marked not DP by the run"]
         out.append(NotDpEntry(str(label), str(ds), ", ".join(f"{e:g}" for e in eps),
                               "; ".join(reasons)))

@@ -144,7 +144,8 @@ def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Sectio
     sec.domain = ctx.note
     sec.replicates = rendered.replicates
     sec.noise = sorted(set(pd.unique(frame["noise"])) - {""}) if "noise" in frame else []
-    sec.rows_stale, sec.stale = int(stale_rows(frame).sum()), stale_summary(frame)
+    stale = stale_rows(frame)
+    sec.rows_stale, sec.stale = int(stale.sum()), stale_summary(frame, stale)
     sec.display = ctx.display
     sec.significance = significance_markdown(spec, frame, scale, ctx.display)
     sec.figure = next((f for f in rendered.files if f.suffix == ".png"), None)
