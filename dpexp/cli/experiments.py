@@ -38,7 +38,7 @@ def _cell_counts(spec, rdir: Path, available) -> dict[str, dict]:
         prefixes = [c.view_digest[:VIEW_PREFIX] for c in cells]
         grid = set(prefixes)
         done = (cached_view_prefixes(scaled, sc, rdir)
-                | {d[:VIEW_PREFIX] for d in committed_digests(scaled, sc, rdir)})
+                | {d[:VIEW_PREFIX] for d in committed_digests(scaled, sc, rdir, {0: cells})})
         finished = {id(c) for c, p in zip(cells, prefixes, strict=True) if p in done}
         c = completion(cells, lambda cell, f=finished: id(cell) in f, available,
                        missing_packages(scaled), outside=len(done - grid))

@@ -137,11 +137,13 @@ def read_index(table: Path) -> dict[str, Any] | None:
         return None
 
 
-def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
+def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path,
+                      grids: dict[int, list[Cell]] | None = None) -> set[str]:
     """Row-key digests (:attr:`Cell.view_digest`) of the cells :func:`committed_payloads`
     (every seed) returns: the table's
     cells (a ``cells_from`` spec: those of its grid), from the index when it matches the
-    table, else from the table itself."""
+    table, else from the table itself. ``grids`` (seed -> ``expand(spec, scale, seed)``)
+    are grids the caller expanded already."""
     path = table_path(results_dir, spec.cells_id, scale)
     if not path.exists():
         return set()
@@ -150,7 +152,9 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> se
         return {key_digest(_key(p["rows"][0])) for p in committed_payloads(spec, scale, results_dir)}
     digests = set(index["digests"])
     if spec.cells_from:
-        digests &= {c.view_digest for seed in index["seeds"] for c in expand(spec, scale, int(seed))}
+        grids = grids or {}
+        digests &= {c.view_digest for seed in index["seeds"]
+                    for c in grids.get(int(seed)) or expand(spec, scale, int(seed))}
     return digests
 
 
