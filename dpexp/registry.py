@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from dpexp import optional_packages
 from dpexp.errors import DpexpError, UnknownNameError
 from dpexp.side_envs import SIDE_ENVS, how_to_get, side_python
 
@@ -285,13 +286,9 @@ def common_test_params(name: str) -> dict[str, Any]:
 def import_failure(package: str) -> str | None:
     """Why the optional ``package`` does not import here, or None when it does. Installed
     but broken counts as not importable (diffprivlib 0.6 next to scikit-learn >= 1.6
-    fails on import, not on lookup)."""
-    try:
-        importlib.import_module(package)
-    except Exception as exc:  # noqa: BLE001 - any import failure makes it unavailable
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        return f"{type(exc).__name__}: {first}"
-    return None
+    fails on import, not on lookup); the import is tried once per installed version, in
+    a child interpreter (:mod:`dpexp.optional_packages`), so asking loads nothing here."""
+    return optional_packages.import_failure(package)
 
 
 def package_unavailable(package: str) -> str | None:

@@ -33,12 +33,15 @@ def _cell_counts(spec, rdir: Path, available) -> dict[str, dict]:
     for sc in ("smoke", "paper"):
         scaled = spec.at_scale(sc)
         cells = expand(scaled, sc)
-        # by the cache files' view-digest prefixes (their names) and the committed indexes
-        grid = {c.view_digest[:VIEW_PREFIX] for c in cells}
+        # by the cache files' view-digest prefixes (their names) and the committed indexes;
+        # a cell's digest is made once (a canonical JSON and a sha256 each: most of `list`)
+        prefixes = [c.view_digest[:VIEW_PREFIX] for c in cells]
+        grid = set(prefixes)
         done = (cached_view_prefixes(scaled, sc, rdir)
-                | {d[:VIEW_PREFIX] for d in committed_digests(scaled, sc, rdir)})
-        c = completion(cells, lambda cell, d=done: cell.view_digest[:VIEW_PREFIX] in d,
-                       available, missing_packages(scaled), outside=len(done - grid))
+                | {d[:VIEW_PREFIX] for d in committed_digests(scaled, sc, rdir, {0: cells})})
+        finished = {id(c) for c, p in zip(cells, prefixes, strict=True) if p in done}
+        c = completion(cells, lambda cell, f=finished: id(cell) in f, available,
+                       missing_packages(scaled), outside=len(done - grid))
         counts[sc] = {"done": c.done, "here": c.here, "grid": c.grid, "outside": c.outside,
                       "datasets_missing": list(c.datasets_missing),
                       "packages_missing": list(c.packages_missing), "text": c.text()}

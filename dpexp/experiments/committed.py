@@ -137,11 +137,13 @@ def read_index(table: Path) -> dict[str, Any] | None:
         return None
 
 
-def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> set[str]:
+def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path,
+                      grids: dict[int, list[Cell]] | None = None) -> set[str]:
     """Row-key digests (:attr:`Cell.view_digest`) of the cells :func:`committed_payloads`
     (every seed) returns: the table's
     cells (a ``cells_from`` spec: those of its grid), from the index when it matches the
-    table, else from the table itself."""
+    table, else from the table itself. ``grids`` (seed -> ``expand(spec, scale, seed)``)
+    are grids the caller expanded already."""
     path = table_path(results_dir, spec.cells_id, scale)
     if not path.exists():
         return set()
@@ -150,7 +152,9 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path) -> se
         return {key_digest(_key(p["rows"][0])) for p in committed_payloads(spec, scale, results_dir)}
     digests = set(index["digests"])
     if spec.cells_from:
-        digests &= {c.view_digest for seed in index["seeds"] for c in expand(spec, scale, int(seed))}
+        grids = grids or {}
+        digests &= {c.view_digest for seed in index["seeds"]
+                    for c in grids.get(int(seed)) or expand(spec, scale, int(seed))}
     return digests
 
 
@@ -239,7 +243,13 @@ def _clean_column(column: pd.Series) -> list[Any]:
     values = column.tolist()  # numpy scalars -> Python (int, float, bool, str)
     if column.dtype.kind in "iub":  # no NaN in an integer or boolean column
         return values
-    return [None if isinstance(v, float) and v != v else v for v in values]
+    # only where pandas sees a missing value can there be a NaN (a Python loop over the
+    # few, not over the 60,000 rows of a table)
+    for i in np.flatnonzero(column.isna().to_numpy()):
+        v = values[i]
+        if isinstance(v, float) and v != v:
+            values[i] = None
+    return values
 
 
 def _noise_column(columns: dict[str, list[Any]]) -> list[str]:
@@ -339,6 +349,7 @@ class SharedReads:
 def committed_payloads(
     spec: ExperimentSpec, scale: str, results_dir: Path, seeds: Iterable[int] | None = None,
     *, grid_only: bool = False, shared: SharedReads | None = None,
+    grids: dict[int, list[Cell]] | None = None,
 ) -> list[dict[str, Any]]:
     """Cache payloads (``key``, ``cell``, ``rows``, ``committed``, ``grid``) of the cells
     the committed table holds, for ``seeds`` (default: every seed in the table).
@@ -348,6 +359,8 @@ def committed_payloads(
     columns, the cell record rebuilt from the row (:func:`_cell_record`). A spec showing
     another's cells (``cells_from``) reads that experiment's table, its own grid only.
     ``shared`` reads a table several specs read once (the rows are then shared: read only).
+    ``grids`` (seed -> ``expand(spec, scale, seed)``) holds the grids expanded here, and
+    gives those a caller expanded already: one expansion (and one key a cell) per call.
     """
     path = table_path(results_dir, spec.cells_id, scale)
     grid_only = grid_only or bool(spec.cells_from)
@@ -363,7 +376,13 @@ def committed_payloads(
     at = spec.at_scale(scale)
     out, grid_keys = [], set()
     for seed in seeds:
-        for cell in expand(spec, scale, seed):
+        if grids is None:
+            cells = expand(spec, scale, seed)
+        elif seed in grids:
+            cells = grids[seed]
+        else:
+            cells = grids[seed] = expand(spec, scale, seed)
+        for cell in cells:
             view_key = cell.view_key  # canonical JSON, made once a cell
             grid_keys.add(view_key)
             rows = groups.get(view_key)

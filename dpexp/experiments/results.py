@@ -112,6 +112,9 @@ class CachedResults:
     missing: list[Cell]
     seeds: tuple[int, ...] = ()
     cells: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    #: every cell of the (filtered) grid for ``seeds``, ``missing`` among them: a caller
+    #: counting the grid reuses these cells (and their keys) instead of expanding it again
+    grid: list[Cell] = field(default_factory=list, repr=False)
 
     @property
     def n_expected(self) -> int:
@@ -213,16 +216,21 @@ def _own_cells(spec: ExperimentSpec, scale: str, results_dir: Path) -> list[dict
     return [p for p in payloads if p.get("key") in grid]
 
 
-def _grid_missing(
-    spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...], have: set[str]
-) -> list[Cell]:
+def _grid(spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[int, ...],
+          grids: dict[int, list[Cell]]) -> list[Cell]:
+    """The cells of ``spec``'s grid (restricted by ``filters``) for ``seeds``; ``grids``
+    (seed -> the unrestricted grid, :func:`committed_payloads`) are used when nothing
+    restricts it."""
     picked = select(
         spec,
         list(filters.datasets) if filters.datasets else None,
         list(filters.algorithms) if filters.algorithms else None,
         list(filters.epsilons) if filters.epsilons else None,
     )
-    return [c for seed in seeds for c in expand(picked, scale, seed) if c.key not in have]
+    if picked is spec:  # no restriction: the grids expanded already serve
+        return [c for seed in seeds
+                for c in (grids[seed] if seed in grids else expand(spec, scale, seed))]
+    return [c for seed in seeds for c in expand(picked, scale, seed)]
 
 
 def _dataset_name(dataset: Any) -> str:
@@ -273,6 +281,16 @@ def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
     return not any(f in points for f in forms)
 
 
+def _in_key_order(payloads: list[dict]) -> list[dict]:
+    """``payloads`` sorted by key, then by their cell record's canonical JSON; that JSON is
+    made only when two payloads share a key (a cell with no key twice): the order is the
+    same, without 60,000 JSON texts (issue 43)."""
+    keys = [p.get("key", "") for p in payloads]
+    if len(set(keys)) == len(keys):
+        return [p for _, p in sorted(zip(keys, payloads, strict=True), key=lambda kp: kp[0])]
+    return sorted(payloads, key=lambda p: (p.get("key", ""), canonical_json(p["cell"])))
+
+
 def cached_results(
     spec: ExperimentSpec, scale: str, results_dir: Path, filters: ResultFilter | None = None,
     *, current_only: bool = False, shared: SharedReads | None = None,
@@ -292,8 +310,10 @@ def cached_results(
     # The committed table's cells count as cached (a fresh clone renders and reports from
     # it alone); a cached cell replaces a committed one only when this code computed it.
     own = _own_cells(spec, scale, results_dir)
+    grids: dict[int, list[Cell]] = {}
     merged = reconcile([p for p in own if "key" in p],
-                       committed_payloads(spec, scale, results_dir, shared=shared), git_revision)
+                       committed_payloads(spec, scale, results_dir, shared=shared, grids=grids),
+                       git_revision)
     warn_conflicts(merged.conflicts, spec.id, scale)
     payloads = merged.payloads + [p for p in own if "key" not in p]
     have = {p["key"] for p in payloads if "key" in p}
@@ -307,13 +327,20 @@ def cached_results(
                 tasks[name] = dataset_task(dataset)
             return tasks[name]
 
+        texts: dict[int, tuple[Any, str]] = {}  # the grid's cells share their params dicts
+
+        def params_json(params: Any) -> str:
+            # keyed by the dict's id, the dict kept alive beside its text (no id reused)
+            if id(params) not in texts:
+                texts[id(params)] = (params, canonical_json(params))
+            return texts[id(params)][1]
+
         payloads = [p for p in payloads if not is_stale(
-            p["cell"].get("label"), canonical_json(p["cell"].get("params") or {}), current,
+            p["cell"].get("label"), params_json(p["cell"].get("params") or {}), current,
             task_of(p["cell"].get("dataset")), _dataset_name(p["cell"].get("dataset")))]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
-    kept = sorted((p for p in payloads if filters.keeps(p["cell"])),
-                  key=lambda p: (p.get("key", ""), canonical_json(p["cell"])))
+    kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])
     rows = [r for p in kept for r in payload_rows(p)]
     if spec.cells_from:  # another experiment's cells: the metrics this artefact shows
         shown = {m for names in spec.metrics.values() for m in names}
@@ -322,6 +349,7 @@ def cached_results(
     frame = with_param_columns(frame)
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
     seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
-    missing = _grid_missing(spec, scale, filters, seeds, have)
-    return CachedResults(frame=frame, n_cells=len(kept), missing=missing, seeds=seeds,
+    grid = _grid(spec, scale, filters, seeds, grids)
+    missing = [c for c in grid if c.key not in have]
+    return CachedResults(frame=frame, n_cells=len(kept), missing=missing, seeds=seeds, grid=grid,
                          cells=[p["cell"] for p in kept])

@@ -83,7 +83,13 @@ def _row_times(frame: pd.DataFrame) -> pd.Series:
     """Each row's ``timestamp`` as UTC (NaT where there is none: counts as before)."""
     if "timestamp" not in frame.columns:
         return pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns, UTC]")
-    return pd.to_datetime(frame["timestamp"], utc=True, errors="coerce", format="ISO8601")
+    # each distinct stamp parsed once (a cell's rows share one; parsing is per value)
+    codes, distinct = pd.factorize(frame["timestamp"])
+    if not len(distinct):
+        return pd.to_datetime(frame["timestamp"], utc=True, errors="coerce", format="ISO8601")
+    parsed = pd.to_datetime(pd.Series(distinct), utc=True, errors="coerce", format="ISO8601")
+    # code -1 (no stamp) takes NaT
+    return pd.Series(parsed.array.take(codes, allow_fill=True), index=frame.index)
 
 
 def stale_rows(frame: pd.DataFrame, changes: tuple[NumbersChange, ...] = NUMBER_CHANGES
@@ -101,9 +107,10 @@ def stale_rows(frame: pd.DataFrame, changes: tuple[NumbersChange, ...] = NUMBER_
     return mask
 
 
-def stale_summary(frame: pd.DataFrame) -> str:
-    """One line for a report section: how many rows are stale and why ("" when none)."""
-    mask = stale_rows(frame)
+def stale_summary(frame: pd.DataFrame, mask: pd.Series | None = None) -> str:
+    """One line for a report section: how many rows are stale and why ("" when none);
+    ``mask`` is :func:`stale_rows` of ``frame`` when the caller has it."""
+    mask = stale_rows(frame) if mask is None else mask
     if not mask.any():
         return ""
     n, total = int(mask.sum()), len(frame)

@@ -75,13 +75,19 @@ def aggregate(frame: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
     f["step"] = f["step"].fillna(-1).astype(int)
     f["_not_dp"] = not_dp_mask(f)
     f["_diag"] = f["metric_kind"] == "diagnostic"
+    # The greatest reason of a group is taken as the greatest of its codes in sorted order
+    # (pandas takes the max of strings in Python, group by group: a tenth of the report).
+    reason_codes, reasons = pd.factorize(f["not_dp_reason"], sort=True)
+    f["_reason"] = reason_codes
     agg = (
         f.groupby(GROUP, dropna=False)
         .agg(mean=("value", "mean"), std=("value", "std"), n=("value", "size"),
              epsilon_spent=("epsilon_spent", "max"), not_dp=("_not_dp", "any"),
-             not_dp_reason=("not_dp_reason", "max"), diagnostic=("_diag", "any"))
+             not_dp_reason=("_reason", "max"), diagnostic=("_diag", "any"))
         .reset_index()
     )
+    agg["not_dp_reason"] = pd.Series(reasons.take(agg["not_dp_reason"].to_numpy()),
+                                     index=agg.index, dtype=f["not_dp_reason"].dtype)
     agg["std"] = agg["std"].fillna(0.0)
     # The parameter columns are functions of ``params`` (grouped on): one row per params.
     pcols = param_columns(f.columns)

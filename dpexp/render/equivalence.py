@@ -4,6 +4,7 @@ diagnostics), with the intervals the report shows beside each value."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 from scipy.stats import t as student_t
@@ -31,12 +32,19 @@ def paper_runs(spec: ExperimentSpec) -> int:
     return int(cv.folds) * int(cv.repeats) if cv.scheme == "kfold" else int(cv.repeats)
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
+def _t_quantile(q: float, dof: float) -> float:
+    """Student t's ``q`` quantile with ``dof`` degrees of freedom, computed once per pair:
+    a report asks the same few (level, n - 1) for 30,000 rows (issue 43)."""
+    return float(student_t.ppf(q, dof))
+
+
 def mean_interval(mean: float, std: float, n: int, level: float = CI_LEVEL) -> tuple[float, float]:
     """Our ``level`` confidence interval of the mean: Student t with n - 1 degrees of
     freedom over the n fold x repeat values; (nan, nan) for n < 2 (no spread is measured)."""
     if n < 2 or not (math.isfinite(mean) and math.isfinite(std)):
         return (math.nan, math.nan)
-    half = float(student_t.ppf(0.5 + level / 2, n - 1)) * std / math.sqrt(n)
+    half = _t_quantile(0.5 + level / 2, n - 1) * std / math.sqrt(n)
     return (mean - half, mean + half)
 
 
@@ -61,7 +69,7 @@ def difference_interval(diff: float, std: float, n: int, paper_std: float, paper
         dof = (ours + theirs) ** 2 / (ours**2 / (n - 1) + theirs**2 / (paper_n - 1))
     else:
         dof = n - 1
-    half = float(student_t.ppf(0.5 + level / 2, dof)) * math.sqrt(ours + theirs)
+    half = _t_quantile(0.5 + level / 2, dof) * math.sqrt(ours + theirs)
     return (diff - half, diff + half)
 
 

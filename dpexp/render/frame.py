@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +47,7 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     f["noise"] = f["noise"].fillna("").astype(str)
     f["data_version"] = f["data_version"].astype(object).fillna("").astype(str)
     f["metric_kind"] = f["metric_kind"].fillna("metric").astype(str)
-    f["private"] = f["private"].map(_as_bool).astype(object)
+    f["private"] = _private_column(f["private"])
     f["epsilon"] = f["epsilon"].astype(float)
     return f
 
@@ -62,7 +64,7 @@ def param_values(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series([None] * len(frame), index=frame.index, dtype=object)
 
 
-def row_param(row: pd.Series, name: str):
+def row_param(row: pd.Series | Mapping[str, Any], name: str):
     """Algorithm parameter ``name`` of one row (None where absent), see :func:`param_values`."""
     return row.get(param_column(name))
 
@@ -76,6 +78,14 @@ def _as_bool(v) -> bool | None:
     return bool(v)
 
 
+def _private_column(private: pd.Series) -> pd.Series:
+    """:func:`_as_bool` of every value, computed once per distinct value (values pandas
+    holds equal, ``True``/``1``/``1.0`` or the missing ones, have equal answers)."""
+    codes, distinct = pd.factorize(private)
+    answers = np.array([*(_as_bool(v) for v in distinct), None], dtype=object)
+    return pd.Series(answers[codes], index=private.index, name=private.name, dtype=object)
+
+
 def not_dp_mask(frame: pd.DataFrame) -> pd.Series:
     """Rows run with a finite epsilon whose release is nevertheless not DP (``private``
     False: a registered not-DP variant, or a fit that called ``Accountant.mark_not_dp``).
@@ -84,13 +94,20 @@ def not_dp_mask(frame: pd.DataFrame) -> pd.Series:
     they never claimed a guarantee and are already shown as "no noise"; so are procedure
     rows (formulas, timings: see :func:`procedure_notes`), which are not fits of a model.
     """
-    explicit = frame["private"].map(lambda v: v is False).astype(bool)
+    explicit = pd.Series([v is False for v in frame["private"].tolist()], index=frame.index,
+                         dtype=bool)
     return explicit & np.isfinite(frame["epsilon"].astype(float)) & ~procedure_mask(frame)
 
 
 def procedure_mask(frame: pd.DataFrame) -> pd.Series:
-    """Rows computed by a registered procedure instead of a fitted estimator."""
-    return frame["algorithm"].astype(str).str.startswith("procedure:")
+    """Rows computed by a registered procedure instead of a fitted estimator.
+
+    Judged once per distinct algorithm (a few a table) instead of once per row: the
+    string method loops over the rows in Python (issue 43)."""
+    algorithms = frame["algorithm"].astype(str)
+    codes, names = pd.factorize(algorithms)  # a missing value (code -1) is not a procedure
+    is_procedure = np.array([*(str(n).startswith("procedure:") for n in names), False], dtype=bool)
+    return pd.Series(is_procedure[codes], index=frame.index, name=algorithms.name)
 
 
 def procedure_notes(frame: pd.DataFrame) -> list[str]:
@@ -199,9 +216,10 @@ def domain_statement(frame: pd.DataFrame, order: list[str], display: dict[str, s
     # A formula procedure loads no data, so records no domain: nothing to state for it.
     fitted = frame[~(procedure_mask(frame) & (frame["domain_source"] == ""))]
     for key in order:
-        if not (fitted["dataset"] == key).any():
+        rows = fitted["dataset"] == key
+        if not rows.any():
             continue
-        sources = sorted(set(fitted.loc[fitted["dataset"] == key, "domain_source"]))
+        sources = sorted(set(pd.unique(fitted.loc[rows, "domain_source"])))
         for src in sources or [""]:
             by_phrase.setdefault(domain_phrase(src), []).append(display.get(key, key))
     if not by_phrase:
@@ -212,8 +230,9 @@ def domain_statement(frame: pd.DataFrame, order: list[str], display: dict[str, s
     return "Feature domain: " + "; ".join(parts) + "."
 
 
-def _span(values) -> str:
-    vals = sorted({int(v) for v in values if not pd.isna(v)})
+def _span(values: pd.Series) -> str:
+    # distinct values first (a few seeds, folds, repeats among thousands of rows)
+    vals = sorted({int(v) for v in pd.unique(values) if not pd.isna(v)})
     if not vals:
         return "—"
     if len(vals) > 2 and vals == list(range(vals[0], vals[-1] + 1)):
@@ -242,7 +261,7 @@ def data_domain_lines(frame: pd.DataFrame, order: list[str], display: dict[str, 
                  & (frame["domain_source"] != "")]
     out = []
     for key in order:
-        sources = set(runs.loc[runs["dataset"] == key, "domain_source"])
+        sources = set(pd.unique(runs.loc[runs["dataset"] == key, "domain_source"]))
         out += [f"every budgeted row on {display.get(key, key)}: {domain_phrase(src)}"
                 for src in sorted(sources) if not src.startswith("declared")]
     return out
@@ -261,13 +280,26 @@ def not_dp_entries(frame: pd.DataFrame) -> list[NotDpEntry]:
     bad = frame[not_dp_mask(frame)]
     out = []
     for (label, ds), part in bad.groupby(["label", "dataset"], sort=False):
-        eps = sorted(set(part["epsilon"].astype(float)))
-        # A reason may repeat (the registry's and the accountant's say the same thing).
-        reasons = list(dict.fromkeys(r for text in part["not_dp_reason"] for r in text.split("; ") if r))
+        eps = sorted(set(pd.unique(part["epsilon"].astype(float))))
+        # A reason may repeat (the registry's and the accountant's say the same thing); the
+        # distinct texts in order of first appearance give the reasons in the same order.
+        reasons = list(dict.fromkeys(r for text in pd.unique(part["not_dp_reason"])
+                                     for r in text.split("; ") if r))
         reasons = reasons or ["marked not DP by the run"]
         out.append(NotDpEntry(str(label), str(ds), ", ".join(f"{e:g}" for e in eps),
                               "; ".join(reasons)))
     return out
+
+
+def _algorithm_of_label(frame: pd.DataFrame) -> dict[str, str]:
+    """Label -> algorithm, labels in the order they first appear, each with the algorithm
+    of its last row (what a dict built row by row gives), from the distinct pairs only."""
+    pairs = frame[["label", "algorithm"]].astype(str)
+    if pairs.isna().any().any():  # a missing label or algorithm: row by row, as ever
+        return dict(zip(pairs["label"], pairs["algorithm"], strict=True))
+    last = pairs.drop_duplicates("label", keep="last")
+    of_label = dict(zip(last["label"], last["algorithm"], strict=True))
+    return {label: of_label[label] for label in pd.unique(pairs["label"])}
 
 
 def render_context(spec: ExperimentSpec, frame: pd.DataFrame, scale: str) -> RenderContext:
@@ -275,8 +307,7 @@ def render_context(spec: ExperimentSpec, frame: pd.DataFrame, scale: str) -> Ren
     paper = _paper_datasets(spec)  # one spec-file read for both
     order = dataset_order(spec, frame["dataset"].unique(), paper)
     display = dataset_display(spec, order, paper)
-    algorithms = (dict(zip(frame["label"].astype(str), frame["algorithm"].astype(str), strict=True))
-                  if {"label", "algorithm"} <= set(frame.columns) else {})
+    algorithms = _algorithm_of_label(frame) if {"label", "algorithm"} <= set(frame.columns) else {}
     return RenderContext(order=order, display=display, tasks=dataset_tasks(order, frame),
                          scale=scale, note=domain_statement(frame, order, display),
                          algorithms=algorithms)

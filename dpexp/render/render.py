@@ -62,6 +62,9 @@ class RenderReport:
     frame: pd.DataFrame | None = field(default=None, repr=False)  # normalised rows rendered
     agg: pd.DataFrame | None = field(default=None, repr=False)  # with the paper's values
     context: RenderContext | None = field(default=None, repr=False)
+    #: the heading's not-DP caveat lines and replicate statement (the report shows them too)
+    not_dp: list[str] = field(default_factory=list, repr=False)
+    replicates: str = ""
 
 
 def _suffix(scale: str) -> str:
@@ -110,9 +113,10 @@ def _count(missing) -> int:
     return int(missing) if isinstance(missing, int) else len(missing)
 
 
-def _header(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, agg: pd.DataFrame,
-            ctx: RenderContext, *, missing: int, filters, command: str) -> str:
-    """The Markdown heading of the table: what was run, pooled, and what is not DP."""
+def _header(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, ctx: RenderContext, *,
+            replicates: str, caveats: list[str], missing: int, filters, command: str) -> str:
+    """The Markdown heading of the table: what was run, pooled (``replicates``:
+    :func:`replicate_statement`), and what is not DP (``caveats``: :func:`not_dp_caveats`)."""
     scale_text = SMOKE_LABEL if scale == "smoke" else f"{scale} scale"
     md = [f"## {md_escape(spec.artefact)} ({md_escape(spec.paper)}) — {md_code(spec.id)}, {scale_text}",
           "", md_escape(spec.caption)]
@@ -126,13 +130,12 @@ def _header(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, agg: pd.DataF
     if selection:
         md += ["**Selection:** " + md_escape("; ".join(f"{n} = {', '.join(v)}" for n, v in selection))
                + " (a filtered render; the unfiltered one covers every cached cell).", ""]
-    md += [f"**Aggregation:** {replicate_statement(frame, agg['n'])}.", ""]
+    md += [f"**Aggregation:** {replicates}.", ""]
     if ctx.note:
         md += [f"**{md_escape(ctx.note)}**", ""]
     computed = procedure_notes(frame)
     if computed:
         md += [f"**Computed, not released:** {md_escape('; '.join(computed))}.", ""]
-    caveats = not_dp_caveats(frame, ctx)
     if caveats:
         md += caveat_box(NOT_DP_TITLE, [md_escape(x) for x in caveats])
     if missing:
@@ -171,8 +174,10 @@ def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_
     tag = filter_tag(filters)
     name = f"{spec.id}{_suffix(scale)}" + (f"--{tag}" if tag else "")
     base = Path(results_dir) / spec.id / name
-    header = _header(spec, scale, frame, agg, ctx, missing=missing, filters=filters,
-                     command=_run_command(spec, scale, filters))
+    replicates = replicate_statement(frame, agg["n"])
+    caveats = not_dp_caveats(frame, ctx)
+    header = _header(spec, scale, frame, ctx, replicates=replicates, caveats=caveats,
+                     missing=missing, filters=filters, command=_run_command(spec, scale, filters))
     files = render_table(spec, agg, base, ctx, header)
     if spec.significance:
         files += _significance(spec, frame, scale, files[0], base)
@@ -181,7 +186,8 @@ def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_
     if done is None:
         done = frame.groupby([c for c in CELL_COLUMNS if c in frame], dropna=False).ngroups
     return RenderReport(files=files, missing_cells=missing, total_cells=done + missing,
-                        done_cells=done, tag=tag, frame=frame, agg=agg, context=ctx)
+                        done_cells=done, tag=tag, frame=frame, agg=agg, context=ctx,
+                        not_dp=caveats, replicates=replicates)
 
 
 def render_experiment(spec: ExperimentSpec, scale: str, results_dir: Path, figures_dir: Path,

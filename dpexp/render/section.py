@@ -20,7 +20,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import DatasetRef, ExperimentSpec
 from dpexp.experiments.stale import stale_rows, stale_summary
 from dpexp.render.claims import ClaimResult, check_claims
-from dpexp.render.frame import not_dp_caveats, not_dp_mask, procedure_mask, replicate_statement
+from dpexp.render.frame import not_dp_mask, procedure_mask
 from dpexp.render.paper_values import PLAUSIBLE, SHOWN
 from dpexp.render.render import NothingCachedError, RenderReport, render_frame
 from dpexp.render.significance import significance_markdown
@@ -103,7 +103,7 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
         sec = _section(spec, s, rendered)
         # cells of the spec's grid only: a peer's column or an override run is shown but
         # is neither done nor to do
-        grid = [c for seed in res.seeds for c in expand(at, s, seed)]
+        grid = res.grid  # the grid of res.seeds (no filter here), keys already made
         missing = {c.key for c in res.missing}
         lacking = missing_packages(at, {c.label for c in res.missing})
         return _counted(sec, completion(grid, lambda c, gone=missing: c.key not in gone,
@@ -139,12 +139,13 @@ def _section(spec: ExperimentSpec, scale: str, rendered: RenderReport) -> Sectio
     sec.comparison = agg[agg["paper_value"].notna()]
     sec.agg = agg
     sec.claims = check_claims(spec.claims, agg, ctx.tasks, scale)
-    sec.not_dp = not_dp_caveats(frame, ctx)
+    sec.not_dp = list(rendered.not_dp)
     sec.not_dp_cells, sec.not_dp_kinds = not_dp_cell_count(frame)
     sec.domain = ctx.note
-    sec.replicates = replicate_statement(frame, agg["n"])
-    sec.noise = sorted(set(frame["noise"]) - {""}) if "noise" in frame else []
-    sec.rows_stale, sec.stale = int(stale_rows(frame).sum()), stale_summary(frame)
+    sec.replicates = rendered.replicates
+    sec.noise = sorted(set(pd.unique(frame["noise"])) - {""}) if "noise" in frame else []
+    stale = stale_rows(frame)
+    sec.rows_stale, sec.stale = int(stale.sum()), stale_summary(frame, stale)
     sec.display = ctx.display
     sec.significance = significance_markdown(spec, frame, scale, ctx.display)
     sec.figure = next((f for f in rendered.files if f.suffix == ".png"), None)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -25,7 +27,7 @@ from dpexp.render.numbers import mean_std, plain
 from dpexp.render.value_status import comparison_summary
 
 
-def _axis_value(row: pd.Series, axis: str, ds_display: dict[str, str]):
+def _axis_value(row: Mapping[str, Any], axis: str, ds_display: dict[str, str]):
     if axis == "dataset":
         return ds_display.get(row["dataset"], row["dataset"])
     if axis == "algorithm":
@@ -88,10 +90,11 @@ def build_table(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext) -> 
         if a.startswith("param:"):
             sub = sub.assign(**{f"_{a}": param_values(sub, a[6:]).map(_sort_key)})
     sub = sub.sort_values(["_d", *param_keys, "_a", "epsilon", "step"], kind="stable")
+    records = sub.to_dict("records")  # rows as dicts: iterrows builds a Series a row
     out = pd.DataFrame(
         {
-            "row": [" · ".join(str(_axis_value(r, a, ds_display)) for a in rows_axis) for _, r in sub.iterrows()],
-            "column": [_axis_value(r, cols_axis, ds_display) for _, r in sub.iterrows()],
+            "row": [" · ".join(str(_axis_value(r, a, ds_display)) for a in rows_axis) for r in records],
+            "column": [_axis_value(r, cols_axis, ds_display) for r in records],
             "metric": sub["metric"].to_numpy(),
             "ours_mean": sub["mean"].to_numpy(),
             "ours_std": sub["std"].to_numpy(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpexp.experiments.stale import NUMBER_CHANGES, stale_rows, stale_summary
+from dpexp.experiments.stale import NUMBER_CHANGES, _row_times, stale_rows, stale_summary
 
 BEFORE = "2026-11-23T10:00:00+00:00"
 AFTER = "2030-01-01T00:00:00+00:00"
@@ -43,3 +43,15 @@ def test_the_summary_names_the_latest_change_and_the_command():
     assert line.startswith("1 of 3 rows stale")
     assert f"--recompute-before {NUMBER_CHANGES[-1].since}" in line
     assert stale_summary(_frame([("np_gbdt", AFTER)])) == ""
+
+
+def test_each_distinct_timestamp_parsed_once_gives_the_rows_times():
+    """Parsing the distinct stamps (a cell's rows share one) gives every row's own parse:
+    repeats, missing values, a stamp that does not parse and other offsets included."""
+    stamps = [BEFORE, None, BEFORE, "not a time", "2026-11-23T12:00:00+02:00", AFTER, None]
+    frame = _frame([("dpboost", s) for s in stamps])
+    expected = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce", format="ISO8601")
+    assert _row_times(frame).equals(expected)
+    assert _row_times(frame.iloc[[1, 6]]).isna().all()  # no stamp at all
+    mask = stale_rows(frame)
+    assert stale_summary(frame, mask) == stale_summary(frame)

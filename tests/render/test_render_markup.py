@@ -3,12 +3,15 @@ code spans, lists or injected HTML)."""
 
 from __future__ import annotations
 
+import base64
 import html
+import os
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
-from dpexp.render.html import markdown_to_html
+from dpexp.render.html import Block, markdown_to_html, render_block
 from dpexp.render.markup import caveat_box, md_code, md_escape
 
 TRICKY = [
@@ -53,3 +56,17 @@ def test_images_are_embedded(tmp_path):
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 16)
     page = markdown_to_html("![fig](fig.png)\n\n![gone](missing.png)", tmp_path)
     assert "data:image/png;base64," in page and 'src="fig.png"' not in page
+
+
+def test_spliced_images_are_what_markdown_it_writes(tmp_path):
+    """The data URIs are spliced in after rendering (issue 43); the page must be the bytes
+    markdown-it gives when it parses the data URI itself."""
+    data = b"\x89PNG\r\n\x1a\n" + os.urandom(3000)  # every base64 character, likely
+    (tmp_path / "a.png").write_bytes(data)
+    (tmp_path / "b.png").write_bytes(data[::-1])
+    md = "## Fig\n\n![a *fig*](a.png)\n\ntext dpexp-embedded-image-0.png\n\n![b](b.png)\n"
+    uri = {n: "data:image/png;base64," + base64.b64encode((tmp_path / n).read_bytes()).decode()
+           for n in ("a.png", "b.png")}
+    inline = md.replace("(a.png)", f"({uri['a.png']})").replace("(b.png)", f"({uri['b.png']})")
+    parser = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    assert render_block(Block(md), tmp_path) == parser.render(inline)
