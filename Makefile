@@ -64,7 +64,7 @@ plan-all: install
 
 bench: install
 	$(PIP) install -q -e ".[bench]"
-	bash bench/peer_env.sh > /dev/null  # diffprivlib needs scikit-learn < 1.6: a side venv
+	$(PYTHON) -m dpexp.cli peers setup diffprivlib  # diffprivlib needs scikit-learn < 1.6: a side venv
 	$(PYTHON) bench/run_all.py
 
 clean-results:

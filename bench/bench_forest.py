@@ -6,12 +6,12 @@ repeat), accuracies means. Target (issue 6): ours at least 10x faster than diffp
 at max_depth 9 (our Theorem 2 depth), i.e. ``ratio = reference / ours >= 10``.
 
 diffprivlib 0.6.x does not import with scikit-learn >= 1.6 (it imports
-``sklearn.tree._tree.DOUBLE``), so the peer runs in another interpreter: by default the
-venv that ``bench/peer_env.sh`` creates (``$DPEXP_PEER_VENV``, else ``.bench-venv`` at
-the repository root) when it exists, else ``--peer-python``. The same split and public
-bounds are handed to it as an .npz file.
+``sklearn.tree._tree.DOUBLE``), so the peer runs in another interpreter: by default
+diffprivlib's side environment, the one dpexp's runner and leaderboard use
+(``dpexp peers setup diffprivlib``, :mod:`dpexp.side_envs`), else ``--peer-python``. The
+same split and public bounds are handed to it as an .npz file.
 
-    bash bench/peer_env.sh                    # once: creates the peer venv
+    dpexp peers setup diffprivlib             # once: creates the side environment
     DPEXP_DATA_MIRROR=../shared/datasets python bench/bench_forest.py [--json-out rows.json]
 
 Our kernels are compiled by numba and cached on disk; one untimed warm-up fit + predict
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -64,10 +63,12 @@ print(json.dumps(out))
 
 
 def default_peer_python() -> str:
-    """The peer venv's interpreter when ``bench/peer_env.sh`` has created it, else ours."""
-    venv = Path(os.environ.get("DPEXP_PEER_VENV") or ROOT / ".bench-venv")
-    py = venv / "bin" / "python"
-    return str(py) if py.exists() else sys.executable
+    """diffprivlib's side environment (:func:`dpexp.side_envs.side_python`) when it is
+    set up, else ours (where diffprivlib then fails to import, said in the output)."""
+    from dpexp.side_envs import side_python
+
+    py = side_python("diffprivlib")
+    return str(py) if py is not None else sys.executable
 
 
 def make_ours(ds, rep: int):
@@ -134,7 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="adult_uci")
     ap.add_argument("--peer-python", default=None,
-                    help="interpreter with diffprivlib (default: the bench/peer_env.sh venv if present)")
+                    help="interpreter with diffprivlib (default: its side environment, if set up)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--peer-depths", default="9,5", help="diffprivlib max_depth values (9 = Table 4 depth)")
     ap.add_argument("--json-out", type=Path, help="write the result rows (list of dicts) here")
@@ -159,7 +160,7 @@ def main() -> None:
         print(f"peer: {python} ({peer.pop('versions', {})})")
     except Exception as exc:  # noqa: BLE001 - report and still write our row
         err = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        print(f"diffprivlib peer not run ({python}): {exc}\n(create its venv with: bash bench/peer_env.sh)")
+        print(f"diffprivlib peer not run ({python}): {exc}\n(create it with: dpexp peers setup diffprivlib)")
     for depth in depths:
         r = (peer or {}).get(str(depth))
         if r:
