@@ -22,7 +22,13 @@ from dpexp.datasets.registry import get_dataset_info, load_registry
 from dpexp.errors import DpexpError
 from dpexp.experiments.harness_params import DP_DOMAIN_SHARE, pays_on
 from dpexp.experiments.procedures import get_procedure, procedure_flags
-from dpexp.experiments.spec import AlgorithmRef, CVScheme, DatasetRef, ExperimentSpec
+from dpexp.experiments.spec import (
+    AlgorithmRef,
+    CVScheme,
+    DatasetRef,
+    ExperimentSpec,
+    registry_name,
+)
 from dpexp.registry import get_algorithm
 
 INF = float("inf")
@@ -216,10 +222,8 @@ def for_task(params: dict[str, Any], task: str) -> dict[str, Any]:
 def dataset_task(dataset: Any) -> str | None:
     """The task of a dataset: a name, a key (``name[params]``) or a cell's dataset record
     (``{"name": ...}``); None if the registry does not know it."""
-
-    name = dataset.get("name") if isinstance(dataset, dict) else dataset
     try:
-        return get_dataset_info(str(name).split("[")[0]).task
+        return get_dataset_info(registry_name(dataset)).task
     except Exception:  # noqa: BLE001 - an unknown dataset has no task to resolve against
         return None
 
@@ -258,7 +262,7 @@ def series_share(spec: ExperimentSpec, algo: AlgorithmRef) -> float | None:
 def pays_on_dataset(dataset: str) -> bool:
     """Whether the registry entry of ``dataset`` (a name or a key ``name[params]``) leaves
     a domain its task needs undeclared (a cell with a share pays for it there)."""
-    return pays_on(_registry_entry(str(dataset).split("[")[0]))
+    return pays_on(_registry_entry(registry_name(dataset)))
 
 
 def domain_share_of(spec: ExperimentSpec, algo: AlgorithmRef, dataset: str) -> float | None:

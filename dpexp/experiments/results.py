@@ -51,7 +51,7 @@ from dpexp.experiments.schema import (
     RESULT_COLUMNS,
     param_column,
 )
-from dpexp.experiments.spec import ExperimentSpec, select
+from dpexp.experiments.spec import ExperimentSpec, registry_name, select
 
 __all__ = ["CELL_COLUMNS", "RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results",
            "payload_rows", "read_cells", "with_param_columns"]
@@ -233,11 +233,6 @@ def _grid(spec: ExperimentSpec, scale: str, filters: ResultFilter, seeds: tuple[
     return [c for seed in seeds for c in expand(picked, scale, seed)]
 
 
-def _dataset_name(dataset: Any) -> str:
-    """The registry name of a cell record's dataset (a key ``name[params]`` or a mapping)."""
-    return str(dataset.get("name") if isinstance(dataset, dict) else dataset).split("[")[0]
-
-
 #: Prefix of a current point whose cells pay for their domains (``dp_domain_share``).
 _PAID_POINT = "paid|"
 
@@ -322,7 +317,7 @@ def cached_results(
         tasks: dict[str, str | None] = {}  # one registry look-up per dataset, not per cell
 
         def task_of(dataset: Any) -> str | None:
-            name = str(dataset.get("name") if isinstance(dataset, dict) else dataset).split("[")[0]
+            name = registry_name(dataset)
             if name not in tasks:
                 tasks[name] = dataset_task(dataset)
             return tasks[name]
@@ -337,7 +332,7 @@ def cached_results(
 
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), params_json(p["cell"].get("params") or {}), current,
-            task_of(p["cell"].get("dataset")), _dataset_name(p["cell"].get("dataset")))]
+            task_of(p["cell"].get("dataset")), registry_name(p["cell"].get("dataset")))]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
     kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])

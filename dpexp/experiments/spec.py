@@ -38,6 +38,13 @@ class DatasetRef:
         return self.label or self.key
 
 
+def registry_name(dataset: Any) -> str:
+    """The registry name of a dataset: a name, a key ``name[params]`` (the inverse of
+    :attr:`DatasetRef.key`'s suffix) or a cell's dataset record ``{"name": ...}``."""
+    name = dataset.get("name") if isinstance(dataset, dict) else dataset
+    return str(name).split("[")[0]
+
+
 @dataclass(frozen=True)
 class AlgorithmRef:
     label: str

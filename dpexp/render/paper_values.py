@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpexp.experiments.spec import ExperimentSpec
+from dpexp.experiments.spec import ExperimentSpec, registry_name
 from dpexp.experiments.spec_checks import EQUIVALENCE_KINDS, entry_kind
 from dpexp.render.equivalence import (
     difference_interval,
@@ -31,7 +31,7 @@ def _dataset_matches(want: Any, row: Mapping[str, Any], ds_display: dict[str, st
     name, so ``synthD_sep1`` selects every draw ``synthD_sep1[seed=K]``)."""
     if want in (row["dataset"], ds_display.get(row["dataset"])):
         return True
-    return by_name and str(row["dataset"]).split("[")[0] == want
+    return by_name and registry_name(row["dataset"]) == want
 
 
 def matches_entry(entry: dict, row: Mapping[str, Any], ds_display: dict[str, str], by_name: bool = False) -> bool:
