@@ -47,12 +47,12 @@ def leaderboard(
     from dpexp.experiments.cells import unsupported_notes
     from dpexp.experiments.environment import check_writable
     from dpexp.experiments.plan import format_seconds, make_plans
-    from dpexp.experiments.spec import select
+    from dpexp.experiments.spec import select, with_algorithms
     from dpexp.render.leaderboard_files import write_leaderboard
 
     rdir, fdir = dirs(results_dir, figures_dir)
     eps = parse_epsilons(epsilons)
-    spec = select(with_entries(resolve(spec_name), add or []).at_scale(scale), None, None, eps)
+    spec = select(with_algorithms(resolve(spec_name), add or []).at_scale(scale), None, None, eps)
     _check_optional(spec)
     # --add computes only the added entries' cells: the others are the cache's, untouched
     computed = select(spec, None, add, None) if add else spec
@@ -81,24 +81,6 @@ def leaderboard(
         _print_board(board, table)
     for f in lb.files:
         out.print(f"  wrote {f}", highlight=False)
-
-
-def with_entries(spec, names: list[str]):
-    """``spec`` with a series for each registered algorithm of ``names`` it lacks (label =
-    name, the algorithm's defaults); a name it already runs adds nothing."""
-    # lazy: as above, the machinery loads when the command runs
-    from dataclasses import replace
-
-    from dpexp.experiments.spec import AlgorithmRef
-    from dpexp.registry import get_algorithm
-
-    have = {a.name for a in spec.algorithms} | {a.label for a in spec.algorithms}
-    added = []
-    for name in dict.fromkeys(names):
-        get_algorithm(name)  # an unknown name fails here, with the closest known ones
-        if name not in have:
-            added.append(AlgorithmRef(label=name, name=name))
-    return replace(spec, algorithms=(*spec.algorithms, *added)) if added else spec
 
 
 def _check_optional(spec) -> None:

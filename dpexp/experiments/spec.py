@@ -261,3 +261,19 @@ def joined_series(name: str) -> AlgorithmRef:
     content-addressed like every other, so the experiment's own series keep their keys
     and numbers, and another experiment asking for the same cell shares it."""
     return AlgorithmRef(label=name, name=name)
+
+
+def with_algorithms(spec: ExperimentSpec, names: Sequence[str]) -> ExperimentSpec:
+    """``spec`` with a :func:`joined_series` for each registered algorithm of ``names`` it
+    does not run yet (by name or label); an unknown name fails with the closest known ones
+    (``dpexp leaderboard --add NAME``)."""
+    registered = all_algorithms()
+    have = {a.name for a in spec.algorithms} | {a.label for a in spec.algorithms}
+    added = []
+    for name in dict.fromkeys(names):
+        if name in have:
+            continue
+        if name not in registered:
+            raise UnknownNameError("algorithm", name, set(registered), where=" in the registry")
+        added.append(joined_series(name))
+    return replace(spec, algorithms=(*spec.algorithms, *added)) if added else spec

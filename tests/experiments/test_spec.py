@@ -196,3 +196,17 @@ def test_a_reprint_across_specs_must_name_one_original_with_the_same_number(tmp_
     assert {"a", "b"} <= set(catalog.specs)
     assert "same_as names a value that is not the same number" in str(catalog.errors["c"])
     assert "paper_values.values[0].same_as names experiment 'zz'" in str(catalog.errors["d"])
+
+
+def test_with_algorithms_joins_only_what_the_spec_lacks_and_rejects_unknown_names():
+    from dpexp.experiments.spec import with_algorithms
+
+    spec = resolve("leaderboard")
+    # an entry already (by name, then by label): nothing added
+    assert with_algorithms(spec, ["dpboost", "DPBoost"]) is spec
+    assert not any(a.name == "inprivate_np" for a in spec.algorithms)
+    joined = with_algorithms(spec, ["inprivate_np", "inprivate_np"])
+    assert joined.algorithms[:-1] == spec.algorithms
+    assert (joined.algorithms[-1].label, joined.algorithms[-1].name) == ("inprivate_np", "inprivate_np")
+    with pytest.raises(UnknownNameError, match="np_gbdt"):
+        with_algorithms(spec, ["np_gbd"])
