@@ -20,6 +20,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import DatasetRef, ExperimentSpec
 from dpexp.experiments.stale import stale_rows, stale_summary
 from dpexp.render.claims import ClaimResult, check_claims
+from dpexp.render.figures import REPORT_FORMATS
 from dpexp.render.frame import not_dp_mask, procedure_mask
 from dpexp.render.paper_values import PLAUSIBLE, SHOWN
 from dpexp.render.render import NothingCachedError, RenderReport, render_frame
@@ -94,7 +95,8 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
         try:
             res = cached_results(at, s, results_dir, current_only=True, shared=shared)
             rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
-                                    missing=len(res.missing), done=res.n_cells)
+                                    missing=len(res.missing), done=res.n_cells,
+                                    formats=REPORT_FORMATS)
         except NothingCachedError:
             continue
         except DpexpError as exc:  # one broken spec must not hide the others' verdicts
