@@ -47,6 +47,8 @@ class Section:
     unavailable: list[str] = field(default_factory=list)  # dataset names, no result, not loadable
     #: series whose optional package does not import here, no result: "label (package)"
     algorithms_unavailable: list[str] = field(default_factory=list)
+    #: those series' optional packages, each once (the report says how to get each)
+    packages_unavailable: list[str] = field(default_factory=list)
     comparison: pd.DataFrame | None = None
     agg: pd.DataFrame | None = None  # every aggregated row (a shown explanation's cells)
     summary: ComparisonSummary | None = None
@@ -130,6 +132,7 @@ def _counted(sec: Section, done: Completion, lacking: dict[str, str]) -> Section
     sec.cells_total = done.here
     sec.unavailable = list(done.datasets_missing)
     sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+    sec.packages_unavailable = list(dict.fromkeys(lacking.values()))
     return sec
 
 
