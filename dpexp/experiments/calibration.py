@@ -62,7 +62,7 @@ SLOW_FIT_SECONDS = 1.0
 CALIBRATION_BUDGET_SECONDS = 60.0
 #: The budget of a plan of several experiments (``dpexp plan --all``: an overview that
 #: answers within seconds, issue 43; each such plan stores a few more calibrations).
-OVERVIEW_BUDGET_SECONDS = 5.0
+OVERVIEW_BUDGET_SECONDS = 3.0
 #: The folder of stored calibrations, under the data directory.
 STORE_FOLDER = "plan-calibrations"
 #: The stored files' format (a change makes every stored calibration unknown).
