@@ -203,7 +203,8 @@ def plan(
     committed cells), else measured-other (the median of any experiment's finished cells
     with the same dataset, algorithm and parameters), else extrapolated (fits on at most
     2,000 rows and 3 trees, largest groups first, scaled by rows and trees; downloaded or
-    synthetic datasets only; at most 60 s of calibration), else unknown; divided by
+    synthetic datasets only; at most 60 s of calibration, 3 s with --all; each calibration
+    is stored in the data directory and reused by later plans), else unknown; divided by
     --jobs. With --all, one line per experiment and the totals; --algorithms then plans
     the experiments that have one of them.
     """

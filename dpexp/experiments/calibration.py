@@ -1,15 +1,36 @@
 """The plan's third tier (:mod:`dpexp.experiments.plan`): time two small fits of a group's
-algorithm on a calibration sample and extrapolate them to the cells' training-fold size."""
+algorithm on a calibration sample and extrapolate them to the cells' training-fold size.
+
+A calibration is stored (:class:`CalibrationStore`, ``<data dir>/plan-calibrations/``,
+one JSON file each) under the sha256 of everything that decides it: the algorithm, the
+dataset (name, sample parameters, data version), private or not, the calibration's own
+parameters (the cell's with fewer trees; epsilon apart, as within a process), its rows,
+and the machine (host, architecture, CPU count, Python, the numerical packages' and the
+algorithm's optional packages' versions, and the digest of dpexp's fitting code). A
+second plan on the same machine and code fits nothing it fitted before (issue 43: Fletcher
+Fig. 11's 14 diffprivlib calibrations in their side environment took 24 of ``dpexp plan
+--all``'s 28 s); a changed machine, package or line of fitting code calibrates again.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import json
 import math
+import os
+import platform
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
 
 from dpexp.datasets import load_dataset
 from dpexp.datasets.registry import DatasetInfo, all_datasets, get_dataset_info
+from dpexp.experiments.cache import atomic_write_text
 from dpexp.experiments.cells import Cell, canonical_json
 from dpexp.experiments.design import declared_training_rows, with_n_records
 from dpexp.experiments.environment import downloaded
@@ -17,6 +38,7 @@ from dpexp.experiments.execute import WARMUP_ROWS
 from dpexp.experiments.harness_params import estimator_params
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
 from dpexp.experiments.timings import tree_params
+from dpexp.paths import data_dir
 from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import (
     TreeParams,
@@ -25,6 +47,7 @@ from dpexp.registry import (
     make_estimator,
     package_unavailable,
 )
+from dpexp.side_envs import SIDE_ENVS
 
 #: Training rows of the larger calibration fit (the smaller one has half as many).
 CALIBRATION_ROWS = 2000
@@ -33,8 +56,21 @@ CALIBRATION_TREES = 3
 #: A calibration fit slower than this is not repeated at half size: its time is taken as
 #: proportional to the rows (no fixed cost), which caps a calibration at about two such fits.
 SLOW_FIT_SECONDS = 1.0
-#: Seconds of calibration (loading samples and fitting) per process; later groups are unknown.
+#: Seconds of calibration (loading samples and fitting) per process; later groups are
+#: unknown (and say so). Stored calibrations cost nothing, so each plan calibrates further
+#: groups and keeps them.
 CALIBRATION_BUDGET_SECONDS = 60.0
+#: The budget of a plan of several experiments (``dpexp plan --all``: an overview that
+#: answers within seconds, issue 43; each such plan stores a few more calibrations).
+OVERVIEW_BUDGET_SECONDS = 3.0
+#: The folder of stored calibrations, under the data directory.
+STORE_FOLDER = "plan-calibrations"
+#: The stored files' format (a change makes every stored calibration unknown).
+STORE_FORMAT = 1
+#: Packages whose versions decide fit times of every algorithm (beside its own ``requires``).
+_TIMED_PACKAGES = ("numpy", "scipy", "scikit-learn", "numba")
+#: dpexp's folders whose code no fit runs (a change there keeps stored calibrations).
+_NOT_FITTING = ("render", "cli", "audit")
 
 
 def training_rows(ref: DatasetRef, cv: CVScheme, max_rows: int | None,
@@ -63,6 +99,94 @@ class _FitModel:
         return (self.fixed + self.per_row * rows) * self.factor(trees)
 
 
+def _version(package: str) -> str:
+    """The installed version of ``package`` ("" when not installed here)."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+@functools.cache
+def _code_digest() -> str:
+    """The sha256 of dpexp's fitting code: every module but those of :data:`_NOT_FITTING`
+    (paths relative to the package, so a checkout anywhere gives the same digest)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in _NOT_FITTING:
+            continue
+        h.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@functools.cache
+def machine_fingerprint() -> str:
+    """What else decides a fit's time: this machine, its Python and numerical packages, and
+    dpexp's fitting code (canonical JSON)."""
+    return canonical_json({
+        "host": platform.node(), "arch": platform.machine(), "cpus": os.cpu_count(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "packages": {p: _version(p) for p in _TIMED_PACKAGES}, "code": _code_digest()})
+
+
+def _requires_versions(algorithm: str) -> dict[str, str]:
+    """The algorithm's optional packages: the side environment's pinned version, else the
+    version installed here."""
+    return {p: (f"side environment {SIDE_ENVS[p].version}" if p in SIDE_ENVS else _version(p))
+            for p in get_algorithm(algorithm).requires}
+
+
+@dataclass(frozen=True)
+class CalibrationStore:
+    """Calibrations kept across processes in ``folder``: ``KEY.json`` per calibration, KEY
+    the sha256 of the calibration's key (:meth:`key`; the module docstring), the file
+    holding the key itself too (checked on load) and when it was measured."""
+
+    folder: Path
+
+    @classmethod
+    def default(cls) -> CalibrationStore:
+        return cls(data_dir() / STORE_FOLDER)
+
+    @staticmethod
+    def key(cell: Cell, params: dict) -> str:
+        """Everything a calibration of ``cell``'s group with ``params`` depends on."""
+        sample = {k: v for k, v in cell.dataset.params.items() if k != "n_samples"}
+        return canonical_json({
+            "format": STORE_FORMAT, "algorithm": cell.algorithm, "dataset": cell.dataset.name,
+            "sample": sample, "data_version": cell.data_version or "",
+            "private": math.isfinite(cell.epsilon), "params": params,
+            "rows": CALIBRATION_ROWS, "requires": _requires_versions(cell.algorithm),
+            "machine": machine_fingerprint()})
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+    def load(self, key: str) -> _FitModel | None:
+        """The stored calibration of ``key`` (its method says when it was measured), or
+        None (none stored, unreadable, or another key's)."""
+        try:
+            stored = json.loads(self._path(key).read_text())
+            if stored.get("key") != key:
+                return None
+            model = _FitModel(float(stored["fixed"]), float(stored["per_row"]),
+                              stored["trees"], str(stored["how"]))
+            when = str(stored["measured"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return replace(model, how=f"{model.how} (measured {when}, stored)")
+
+    def save(self, key: str, model: _FitModel) -> None:
+        """Keep ``model`` for ``key``; a data directory that cannot be written only costs
+        the next plan this calibration."""
+        measured = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        with contextlib.suppress(OSError):
+            atomic_write_text(self._path(key), json.dumps(
+                {"key": key, **asdict(model), "measured": measured}, indent=1))
+
+
 def _fewer_trees(trees: TreeParams, params: dict) -> dict:
     """``params`` with at most CALIBRATION_TREES trees (and trees per ensemble)."""
     params = dict(params)
@@ -75,9 +199,6 @@ def _fewer_trees(trees: TreeParams, params: dict) -> dict:
     return params
 
 
-
-
-
 class Calibrator:
     """Times small fits, once per (dataset, algorithm, private or not, depth) and process:
     ``dpexp plan --all`` shares one across experiments. Other parameters are the first
@@ -86,10 +207,14 @@ class Calibrator:
     Availability of each dataset (a checksum of its files) and one calibration sample of
     at most ``CALIBRATION_ROWS`` rows per dataset are kept for the process too. Once
     ``budget_seconds`` have gone into calibrating, further groups stay unknown (and say so).
+    ``store``: calibrations kept across processes (:class:`CalibrationStore`; None: the
+    data directory's, False: none): a stored one is used, a new one stored.
     """
 
-    def __init__(self, budget_seconds: float | None = None) -> None:
+    def __init__(self, budget_seconds: float | None = None,
+                 store: CalibrationStore | Literal[False] | None = None) -> None:
         self.budget_seconds = CALIBRATION_BUDGET_SECONDS if budget_seconds is None else budget_seconds
+        self.store = CalibrationStore.default() if store is None else (store or None)
         self.spent_seconds = 0.0
         self._available: dict[str, bool] = {}
         self._samples: dict[str, Any] = {}
@@ -138,6 +263,8 @@ class Calibrator:
                 f"{model.how} to {rows:,} rows{scaled}")
 
     def _model(self, cell: Cell, params: dict) -> _FitModel | str:
+        """The group's calibration: this process's, else the store's, else a new one while
+        the time budget lasts (then stored)."""
         # a calibration is shared only between cells of the same depth
         depth = tree_params(cell.algorithm).depth
         key = canonical_json({"dataset": cell.dataset.name, "algorithm": cell.algorithm,
@@ -145,18 +272,28 @@ class Calibrator:
                               "depth": params.get(depth) if depth else None})
         if key in self._models:
             return self._models[key]
+        fewer = _fewer_trees(tree_params(cell.algorithm), params)
+        stored_key = CalibrationStore.key(cell, fewer) if self.store is not None else ""
+        stored = self.store.load(stored_key) if self.store is not None else None
+        if stored is not None:
+            self._models[key] = stored
+            return stored
         if self.spent_seconds >= self.budget_seconds:
-            return f"unknown: calibration time budget ({self.budget_seconds:.0f} s) spent"
+            return (f"unknown: calibration time budget ({self.budget_seconds:.0f} s) spent "
+                    "(calibrations are stored: the next plan calibrates further groups)")
         t0 = time.perf_counter()
         try:
-            self._models[key] = self._calibrate(cell, _fewer_trees(tree_params(cell.algorithm), params))
+            self._models[key] = self._calibrate(cell, fewer)
         except Exception as exc:  # the run reports it with its context; the plan goes on
             self._models[key] = f"unknown: calibration failed ({type(exc).__name__}: {exc})"
         self.spent_seconds += time.perf_counter() - t0
-        return self._models[key]
+        model = self._models[key]
+        if self.store is not None and isinstance(model, _FitModel):
+            self.store.save(stored_key, model)
+        return model
 
     def _calibrate(self, cell: Cell, params: dict) -> _FitModel | str:
-
+        """Time fits of ``cell``'s algorithm with ``params`` on the calibration sample."""
         ds = self.sample(cell.dataset)
         X, y = ds.X, ds.y
         m = X.shape[0]

@@ -1,9 +1,10 @@
 """``dpexp plan``: how many cells a run has, how many are done, what the done ones took, and
 how long the rest takes.
 
-Planning only reads: the results directory (cache and committed tables) and the data
-directory. It never downloads, never writes, and never loads or generates more of a dataset
-than a calibration sample.
+Planning only reads the results directory (cache and committed tables) and the data
+directory, and writes only its calibrations into the data directory
+(:class:`~dpexp.experiments.calibration.CalibrationStore`). It never downloads, and never
+loads or generates more of a dataset than a calibration sample.
 
 A cell's measured time is its ``wall_seconds`` (the whole cell: loading, split, warm-up,
 fit and evaluation; in the cache file and, since it was added to the results schema, on
@@ -31,9 +32,13 @@ applies, and says which one it used (``GroupPlan.method``, and its kind ``GroupP
    CV scheme give, and scaled by trees (the histogram growers are linear in rows per tree,
    and ensembles in trees). Only for datasets that are synthetic or already downloaded.
    A :class:`Calibrator` calibrates each (dataset, algorithm, private or not, depth) once
-   per process, across experiments, and spends at most ``CALIBRATION_BUDGET_SECONDS``;
+   per process, across experiments, and spends at most ``CALIBRATION_BUDGET_SECONDS``
+   (``OVERVIEW_BUDGET_SECONDS`` for a plan of several experiments, ``dpexp plan --all``);
+   each calibration is stored for this machine and code, so a later plan reuses it at no
+   cost (its method says when it was measured) and calibrates groups not stored yet;
 4. unknown -- procedures, datasets not downloaded, datasets without a registered row
-   count, a failed calibration, groups left when the calibration budget is spent.
+   count, a failed calibration, groups left when the calibration budget is spent (the
+   next plan calibrates them).
 
 Each worker process fits every (algorithm, dataset) once, untimed, before its first timed
 fit (the runner's warm-up on at most ``WARMUP_ROWS`` rows): the plan adds one such fit per
@@ -52,7 +57,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpexp.experiments.calibration import Calibrator
+from dpexp.experiments.calibration import OVERVIEW_BUDGET_SECONDS, Calibrator
 from dpexp.experiments.cells import Cell, expand
 from dpexp.experiments.completion import Completion
 from dpexp.experiments.environment import optional_unavailable
@@ -404,7 +409,9 @@ def make_plans(
 
     Groups are calibrated after every measurement is read, largest first (most cells to
     compute) across all the specs, so a calibration budget goes where it matters most.
-    ``calibrator``: shared across calls to calibrate each fit once (a new one otherwise);
+    ``calibrator``: shared across calls to calibrate each fit once (a new one otherwise,
+    with the data directory's stored calibrations and, for several specs, the overview's
+    budget ``OVERVIEW_BUDGET_SECONDS``);
     ``calibrate_fits=False`` times no fit (groups without measured cells stay unknown).
     ``measurements``: shared across calls to read each experiment's results once (a new
     one for ``results_dir`` and ``scale`` otherwise).
@@ -412,7 +419,7 @@ def make_plans(
     if not calibrate_fits:
         calibrator = None
     elif calibrator is None:
-        calibrator = Calibrator()
+        calibrator = Calibrator(OVERVIEW_BUDGET_SECONDS if len(specs) > 1 else None)
     if measurements is None:
         measurements = Measurements(results_dir, scale)
     plans, pending = [], []

@@ -38,14 +38,17 @@ from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render import style
 from dpexp.render.figure_inputs import (
     FORMATS,
-    current_files,
+    current_sha,
     figure_path,
     inputs_digest,
-    record_files,
+    record_file,
 )
 from dpexp.render.frame import RenderContext, param_values
 from dpexp.render.markup import SMOKE_LABEL
 
+#: The formats the report shows (it draws no PDF; ``dpexp render`` draws both, and a PDF on
+#: disk is kept in step with its PNG whoever draws).
+REPORT_FORMATS = ("png",)
 #: The legend entry of the paper's printed values (one for every series).
 PAPER_LABEL = "hollow: the paper's printed value"
 #: Prefix of the gid of an artist that draws an algorithm's series (:func:`_tag`).
@@ -464,14 +467,17 @@ def build_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext):
 
 
 def render_figure(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext, out_base: Path,
-                  *, redraw: bool = False) -> list[Path]:
-    """The figure's files (PDF and PNG), drawn only where they are not current: a file
-    drawn from the same inputs and unchanged since is kept as it is
+                  *, redraw: bool = False, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """The figure's files of ``formats`` (PDF and PNG by default) and any other format
+    already on disk (a stale PDF is never left beside a current PNG), drawn only where they
+    are not current: a file drawn from the same inputs and unchanged since is kept as it is
     (:mod:`dpexp.render.figure_inputs`; ``redraw`` draws them anyway)."""
     digest = inputs_digest(spec, agg, ctx)
-    current = {} if redraw else current_files(out_base, digest)
-    stale = [ext for ext in FORMATS if ext not in current]
+    wanted = [ext for ext in FORMATS if ext in formats or figure_path(out_base, ext).exists()]
+    stale = [ext for ext in wanted
+             if redraw or current_sha(figure_path(out_base, ext), digest) is None]
     if stale:
         written = _save(build_figure(spec, agg, ctx), out_base, figure_caption(ctx), stale)
-        record_files(out_base, digest, {**current, **written})
-    return [figure_path(out_base, ext) for ext in FORMATS]
+        for ext in stale:  # each sidecar after its file
+            record_file(figure_path(out_base, ext), digest, written[ext])
+    return [figure_path(out_base, ext) for ext in wanted]

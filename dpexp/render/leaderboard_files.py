@@ -6,6 +6,7 @@ from). The ε-utility curves per dataset are the experiment's own figure
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 from dataclasses import dataclass, field
@@ -17,7 +18,16 @@ from dpexp.experiments.cache import atomic_write_bytes, atomic_write_text
 from dpexp.experiments.results import cached_results
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render import style
+from dpexp.render.figure_inputs import (
+    current_sha,
+    digest_of,
+    frame_text,
+    matplotlib_text,
+    record_file,
+    source_text,
+)
 from dpexp.render.leaderboard import (
+    ALPHA,
     Board,
     boards,
     entry_status,
@@ -25,6 +35,10 @@ from dpexp.render.leaderboard import (
     ranking_table,
 )
 from dpexp.render.markup import SMOKE_LABEL
+
+#: The code a CD diagram is drawn by (beside this module; leaderboard.py runs autorank's
+#: test the diagram shows): a change to any of them redraws.
+CD_SOURCES = ("leaderboard_files.py", "leaderboard.py", "style.py", "figure_inputs.py")
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,7 @@ def write_leaderboard(spec: ExperimentSpec, scale: str, results_dir: Path, figur
     for board in found:
         if board.test.critical_difference is not None:
             path = fig_dir / f"{spec.id}-cd-{board.task}-eps{board.epsilon:g}-{scale}.png"
-            draw_cd_diagram(board, path, _title(spec, board, scale))
+            draw_current_cd_diagram(board, path, _title(spec, board, scale))
             out.diagrams[(board.task, board.epsilon)] = path
             out.files.append(path)
     md = out_dir / f"{spec.id}-ranks-{scale}.md"
@@ -105,9 +119,37 @@ def test_summary(board: Board) -> str:
             f"(mean ranks further apart differ at 0.05)")
 
 
-def draw_cd_diagram(board: Board, path: Path, title: str) -> None:
+def cd_digest(board: Board, title: str) -> str:
+    """The sha256 of everything a CD diagram is drawn from (as
+    :func:`dpexp.render.figure_inputs.inputs_digest` for an experiment's figure): the
+    board's scores (autorank's input; its frequentist tests are deterministic), the level,
+    the title, autorank's version, the code and matplotlib."""
+    # lazy: importlib.metadata reads autorank's version without importing autorank
+    from importlib import metadata
+
+    try:
+        autorank_version = metadata.version("autorank")
+    except metadata.PackageNotFoundError:
+        autorank_version = ""  # drawing then says how to install it
+    return digest_of([frame_text(board.scores), repr(ALPHA), title, autorank_version,
+                      source_text(CD_SOURCES), matplotlib_text()])
+
+
+def draw_current_cd_diagram(board: Board, path: Path, title: str) -> bool:
+    """Draw ``board``'s CD diagram into ``path`` unless the file there was drawn from the
+    same inputs and is unchanged since (its sidecar ``path.inputs`` says so, as a figure's:
+    :mod:`dpexp.render.figure_inputs`); True when drawn."""
+    digest = cd_digest(board, title)
+    if current_sha(path, digest) is not None:
+        return False
+    record_file(path, digest, draw_cd_diagram(board, path, title))
+    return True
+
+
+def draw_cd_diagram(board: Board, path: Path, title: str) -> str:
     """autorank's critical-difference diagram of ``board`` as a PNG, written atomically
-    (drawn even when the Friedman test finds no difference: the title gives its p-value)."""
+    (drawn even when the Friedman test finds no difference: the title gives its p-value);
+    the sha256 of the bytes written."""
     # lazy: matplotlib's backend is chosen before pyplot is imported
     import matplotlib
 
@@ -123,7 +165,9 @@ def draw_cd_diagram(board: Board, path: Path, title: str) -> None:
     fig.savefig(buffer, format="png", dpi=style.DPI, bbox_inches="tight")
     plt.close(fig)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, buffer.getvalue())
+    data = buffer.getvalue()
+    atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def ranks_markdown(spec: ExperimentSpec, scale: str, lb: LeaderboardFiles) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from dpexp.experiments.results import cached_results
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render.aggregate import aggregate
-from dpexp.render.figures import render_figure
+from dpexp.render.figures import FORMATS, render_figure
 from dpexp.render.frame import (
     NOT_DP_TITLE,
     RenderContext,
@@ -160,9 +161,11 @@ def _significance(spec: ExperimentSpec, frame: pd.DataFrame, scale: str, md_path
 
 def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_dir: Path,
                  figures_dir: Path, *, missing: int = 0, done: int | None = None,
-                 filters=None, redraw: bool = False) -> RenderReport:
+                 filters=None, redraw: bool = False,
+                 formats: Sequence[str] = FORMATS) -> RenderReport:
     """Render the rows of ``frame`` (any subset of the experiment's cells at ``scale``;
-    ``done`` cells cached, ``missing`` cells of the spec's grid not cached). A figure whose
+    ``done`` cells cached, ``missing`` cells of the spec's grid not cached). The figure is
+    drawn in ``formats`` (:func:`dpexp.render.figures.render_figure`); a figure whose
     inputs are unchanged is not redrawn (:mod:`dpexp.render.figure_inputs`) unless
     ``redraw``."""
     if frame.empty:
@@ -182,7 +185,8 @@ def render_frame(spec: ExperimentSpec, scale: str, frame: pd.DataFrame, results_
     if spec.significance:
         files += _significance(spec, frame, scale, files[0], base)
     if spec.kind == "figure":
-        files += render_figure(spec, agg, ctx, Path(figures_dir) / spec.id / name, redraw=redraw)
+        files += render_figure(spec, agg, ctx, Path(figures_dir) / spec.id / name, redraw=redraw,
+                               formats=formats)
     if done is None:
         done = frame.groupby([c for c in CELL_COLUMNS if c in frame], dropna=False).ngroups
     return RenderReport(files=files, missing_cells=missing, total_cells=done + missing,

@@ -20,6 +20,7 @@ from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import DatasetRef, ExperimentSpec
 from dpexp.experiments.stale import stale_rows, stale_summary
 from dpexp.render.claims import ClaimResult, check_claims
+from dpexp.render.figures import REPORT_FORMATS
 from dpexp.render.frame import not_dp_mask, procedure_mask
 from dpexp.render.paper_values import PLAUSIBLE, SHOWN
 from dpexp.render.render import NothingCachedError, RenderReport, render_frame
@@ -46,6 +47,8 @@ class Section:
     unavailable: list[str] = field(default_factory=list)  # dataset names, no result, not loadable
     #: series whose optional package does not import here, no result: "label (package)"
     algorithms_unavailable: list[str] = field(default_factory=list)
+    #: those series' optional packages, each once (the report says how to get each)
+    packages_unavailable: list[str] = field(default_factory=list)
     comparison: pd.DataFrame | None = None
     agg: pd.DataFrame | None = None  # every aggregated row (a shown explanation's cells)
     summary: ComparisonSummary | None = None
@@ -94,7 +97,8 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
         try:
             res = cached_results(at, s, results_dir, current_only=True, shared=shared)
             rendered = render_frame(at, s, res.frame, results_dir, figures_dir,
-                                    missing=len(res.missing), done=res.n_cells)
+                                    missing=len(res.missing), done=res.n_cells,
+                                    formats=REPORT_FORMATS)
         except NothingCachedError:
             continue
         except DpexpError as exc:  # one broken spec must not hide the others' verdicts
@@ -128,6 +132,7 @@ def _counted(sec: Section, done: Completion, lacking: dict[str, str]) -> Section
     sec.cells_total = done.here
     sec.unavailable = list(done.datasets_missing)
     sec.algorithms_unavailable = [f"{label} (needs {pkg})" for label, pkg in lacking.items()]
+    sec.packages_unavailable = list(dict.fromkeys(lacking.values()))
     return sec
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpexp.experiments.completion import COMPLETION_HEADER
+from dpexp.registry import install_hint
 from dpexp.render.claims import NOT_EVALUATED_SMOKE, ClaimResult
 from dpexp.render.frame import NOT_DP_TITLE
 from dpexp.render.html import Block, details_block
@@ -159,9 +160,11 @@ def _commands(sec: Section) -> list[str]:
 def _unavailable_md(sec: Section) -> list[str]:
     md = []
     if sec.algorithms_unavailable:
+        # the registry's hint per package: a side environment (diffprivlib) or pip
+        hints = "; ".join(f"for {pkg}, {install_hint(pkg)}" for pkg in sec.packages_unavailable)
         md += [f"**Series not run on this machine:** {md_escape(', '.join(sec.algorithms_unavailable))} "
                "(the optional package does not import here; their cells are not counted in the "
-               "total; install it, e.g. `pip install \"dpexp[peers]\"`, then the command below).", ""]
+               f"total; {hints or 'install it'}, then the command below).", ""]
     if not sec.unavailable:
         return md
     fetch = ", ".join(md_code(f"dpexp datasets download {n}") for n in sec.unavailable)

@@ -16,9 +16,13 @@ METRIC_OF = {"adult": "error", "cod-rna": "error", "abalone": "rmse"}
 NOT_DP = "quantile bins from the private data"
 
 
-def result_rows(cell, *, metric: str, kind: str, value: float, private: bool, domain: str) -> list[dict]:
+def result_rows(cell, *, metric: str, kind: str, value: float, private: bool, domain: str,
+                data_version: bool = False) -> list[dict]:
+    """One row of ``cell``; ``data_version``: with the dataset's fingerprint, as the runner
+    writes it (a committed table's row then maps back to its grid cell)."""
     eps = cell.epsilon
-    return [{
+    version = {"data_version": cell.data_version or ""} if data_version else {}
+    return [{**version,
         "experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
         "algorithm": cell.algorithm, "label": cell.label, "params": canonical_json(cell.params),
         "epsilon": eps, "epsilon_spent": eps if private else math.nan, "delta_spent": 0.0,
@@ -32,10 +36,12 @@ def result_rows(cell, *, metric: str, kind: str, value: float, private: bool, do
 
 
 def cache_cells(results_dir, spec_id="fig2", *, datasets, epsilons=None, seed=0, scale="smoke",
-                not_dp=("PARA",), metric=None, kind="metric", means=None) -> int:
+                not_dp=("PARA",), metric=None, kind="metric", means=None,
+                data_version=False) -> int:
     """Cache every cell of ``spec_id`` at ``scale`` for these datasets/epsilons (as ``dpexp
     run`` with overrides would), one synthetic value each; labels in ``not_dp`` are recorded
-    as not DP, ``means`` maps a label to the centre of its values."""
+    as not DP, ``means`` maps a label to the centre of its values; ``data_version``: rows
+    carry the dataset's fingerprint, as the runner's (:func:`result_rows`)."""
     spec = select(resolve(spec_id).at_scale(scale), list(datasets), None,
                   list(epsilons) if epsilons else None)
     cells = expand(spec, scale, seed)
@@ -45,6 +51,6 @@ def cache_cells(results_dir, spec_id="fig2", *, datasets, epsilons=None, seed=0,
         domain = "observed" if c.dataset.name == "abalone" else "declared"
         value = (means or {}).get(c.label, 0.2) + float(rng.uniform(-0.01, 0.01))
         rows = result_rows(c, metric=metric or METRIC_OF[c.dataset.name], kind=kind, value=value,
-                     private=private, domain=domain)
+                     private=private, domain=domain, data_version=data_version)
         cache.write_cell(results_dir, c, {"cell": c.to_dict(), "rows": rows})
     return len(cells)

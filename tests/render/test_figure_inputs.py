@@ -1,6 +1,9 @@
 """A figure is not redrawn when what it shows has not changed (issue 43): the digest of its
-inputs is kept beside the PNG (``NAME.png.inputs``), a second render writes nothing and
-draws nothing, and a changed value, a replaced file or a missing PDF redraws."""
+inputs is kept beside each file (``NAME.png.inputs``, ``NAME.pdf.inputs``), a second render
+writes nothing and draws nothing, and a changed value, a replaced file or a missing PDF
+(for ``dpexp render``, not the report) redraws. A fresh clone (the committed table, PNGs
+and their sidecars; no cache, no PDF) reports without drawing; so do the leaderboard's CD
+diagrams."""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from dpexp.experiments.catalog import resolve
 from dpexp.experiments.cells import expand
 from dpexp.experiments.spec import select
 from dpexp.render import figures
-from dpexp.render.figure_inputs import sidecar_path
+from dpexp.render.figure_inputs import current_sha, sidecar_path
 from dpexp.render.render import render_experiment
+from dpexp.render.report import write_report
 
 
 @pytest.fixture
@@ -46,7 +50,7 @@ def test_a_second_render_draws_and_writes_nothing(tmp_path, drawn):
     cache_cells(r, datasets=["adult"], epsilons=[1.0, 4.0])
     first = _render(r, f)
     png = next(p for p in first.files if p.suffix == ".png")
-    assert drawn == ["dpboost-fig2"] and png.is_file() and sidecar_path(png.with_suffix("")).is_file()
+    assert drawn == ["dpboost-fig2"] and png.is_file() and sidecar_path(png).is_file()
     before = _files(f)
     second = _render(r, f)
     assert drawn == ["dpboost-fig2"]  # not built again
@@ -85,8 +89,28 @@ def test_a_replaced_or_missing_file_is_drawn_again(tmp_path, drawn):
     _render(r, f)
     assert drawn == ["dpboost-fig2"] * 3 and pdf.is_file()
     assert png.stat().st_mtime_ns == mtime - 10**9 and png.read_bytes() == good
-    recorded = sidecar_path(png.with_suffix("")).read_text().split()
-    assert recorded[0::2] == ["inputs", "pdf", "png"]
+    assert sidecar_path(png).read_text().split()[0::2] == ["inputs", "png"]
+    assert sidecar_path(pdf).read_text().split()[0::2] == ["inputs", "pdf"]
+
+
+def test_the_report_draws_no_missing_pdf_but_keeps_a_present_one_in_step(tmp_path, drawn):
+    r, f = tmp_path / "results", tmp_path / "figures"
+    cache_cells(r, datasets=["adult"], epsilons=[1.0])
+    files = _render(r, f).files
+    pdf, png = (next(p for p in files if p.suffix == s) for s in (".pdf", ".png"))
+    pdf.unlink()
+    write_report(r, f, "smoke")  # the report shows the PNG: nothing to draw
+    assert drawn == ["dpboost-fig2"] and not pdf.exists()
+    _render(r, f)  # dpexp render draws the PDF again
+    spec = select(resolve("fig2").at_scale("smoke"), ["adult"], None, [1.0])
+    cell = next(c for c in expand(spec, "smoke", 0) if c.label == "DPBoost")
+    data = cache.read_cell(r, cell)
+    data["rows"][0]["value"] = 0.9
+    cache.write_cell(r, cell, data)
+    old_pdf = pdf.read_bytes()
+    write_report(r, f, "smoke")  # a changed value: the PNG and the PDF on disk, both
+    assert drawn == ["dpboost-fig2"] * 3 and pdf.read_bytes() != old_pdf
+    assert current_sha(pdf, sidecar_path(png).read_text().split()[1]) is not None
 
 
 def test_redraw_draws_anyway(tmp_path, drawn):
