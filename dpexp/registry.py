@@ -40,6 +40,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import pkgutil
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -302,11 +303,40 @@ def package_unavailable(package: str) -> str | None:
     return why
 
 
+#: Extras that exist for development, not to provide a feature (never suggested).
+_DEVELOPMENT_EXTRAS = ("test", "bench")
+
+
+def extra_providing(package: str) -> tuple[str, str] | None:
+    """``(extra, distribution)``: the extra of dpexp's installed metadata whose
+    requirements provide the importable ``package`` (a distribution named ``package`` or
+    ``package-...``, e.g. ``interpret`` from ``interpret-core``), or None."""
+    try:
+        requirements = importlib.metadata.requires("dpexp") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return None
+    want = package.lower().replace("_", "-")
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9_.-]+", requirement)
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", requirement)
+        if not (name and extra) or extra.group(1) in _DEVELOPMENT_EXTRAS:
+            continue
+        dist = name.group(0).lower().replace("_", "-")
+        if dist == want or dist.startswith(f"{want}-"):
+            return extra.group(1), name.group(0)
+    return None
+
+
 def install_hint(package: str) -> str:
-    """How to make the optional ``package`` available (one clause)."""
+    """How to make the optional ``package`` available (one clause): its side environment,
+    else the extra that provides it."""
     if package in SIDE_ENVS:
         return how_to_get(package)
-    return f'install it with pip install "dpexp[peers]" (or pip install {package})'
+    provided = extra_providing(package)
+    if provided is None:
+        return f"install it with pip install {package}"
+    extra, dist = provided
+    return f'install it with pip install "dpexp[{extra}]" (or pip install {dist})'
 
 
 def get_algorithm(name: str) -> AlgorithmInfo:

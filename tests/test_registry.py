@@ -130,3 +130,17 @@ def test_accepted_params_reads_a_declaration_and_falls_back_to_the_classes(monke
 def test_parameter_names_as_one_string_are_refused():
     with pytest.raises(dpexp.errors.DpexpError, match="tuple of names"):
         AlgorithmInfo("zz_bad", {}, False, "fake", "a string of names", param_names="n_trees")
+
+
+def test_install_hint_names_the_extra_whose_requirements_provide_the_package():
+    from dpexp.registry import extra_providing, install_hint
+
+    # from the installed metadata (pyproject.toml's optional dependencies), never a
+    # development extra (test, bench) that happens to list the package too
+    assert extra_providing("lightgbm") == ("leaderboard", "lightgbm")
+    assert extra_providing("interpret") == ("leaderboard", "interpret-core")
+    assert extra_providing("autorank")[0] == "leaderboard"
+    assert extra_providing("xgboost")[0] == "peers"
+    assert extra_providing("no_such_package") is None
+    assert install_hint("lightgbm") == 'install it with pip install "dpexp[leaderboard]" (or pip install lightgbm)'
+    assert install_hint("no_such_package") == "install it with pip install no_such_package"

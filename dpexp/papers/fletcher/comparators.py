@@ -28,8 +28,8 @@
   such (the FS paper is not in ``../shared/papers``).
 * :class:`DiffprivlibForestClassifier` (``diffprivlib_rf``): IBM diffprivlib's
   ``RandomForestClassifier`` (an independent implementation of this forest), when the
-  optional ``diffprivlib`` package imports here (``pip install dpexp[peers]``) or in the
-  side environment of ``dpexp peers setup diffprivlib`` (:mod:`.diffprivlib_side`).
+  optional ``diffprivlib`` package imports here (it needs scikit-learn < 1.6) or, as a rule,
+  in the side environment of ``dpexp peers setup diffprivlib`` (:mod:`.diffprivlib_side`).
 
 RGV (Rana, Gupta & Venkatesh 2016) is not implemented: its description (a weaker privacy
 definition, tree counts from formulas of their paper) is not available to us in enough
