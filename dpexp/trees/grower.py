@@ -30,8 +30,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpexp.trees import parallel as par
 from dpexp.trees.binned_data import BinnedData, take_codes
 from dpexp.trees.binning import BinMapper
+from dpexp.trees.fused_levels import greedy_tree_levels, level_after_split
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import HistogramLevels, level_children
 from dpexp.trees.predict import (
@@ -41,7 +43,7 @@ from dpexp.trees.predict import (
     add_tree_binned_rows,
     apply_binned_dense,
 )
-from dpexp.trees.row_stores import GrowWorkspace, RowStore, row_store
+from dpexp.trees.row_stores import GrowWorkspace, InPlaceRows, RowStore, row_store
 from dpexp.trees.tree import NUMERIC, ArrayTree
 
 __all__ = ["GrowWorkspace", "GrownTree", "LeafContext", "LeafPolicy", "SplitContext",
@@ -171,6 +173,17 @@ class _Level:
 
 
 _NO_COUNTS = np.zeros(0, dtype=np.int64)  # level_children: rows going left from counts
+_NO_HIST = np.zeros((0, 0, 0, 0))  # the compiled step's output below the last split
+
+#: Trees on the in-place row store run their level loop compiled
+#: (:mod:`dpexp.trees.fused_levels`: the same kernels on the same buffers, the same
+#: bits): one call per depth after the split policy, or one per tree with the greedy
+#: policy. False: the reference loop (:meth:`_LevelGrower.step`) for every tree. Read at
+#: call time (the tests and ``bench/bench_gbdt.py --ab`` switch it).
+COMPILED_LEVELS = True
+#: The one-call-per-tree greedy loop keeps both histogram buffers as wide as a depth can
+#: be (``2**(max_depth - 1)`` nodes); beyond this many bytes per buffer it runs per depth.
+COMPILED_TREE_MAX_HIST_BYTES = 64 << 20
 
 
 class _LevelGrower:
@@ -192,6 +205,39 @@ class _LevelGrower:
         # the last depth's splits scored without a partition: needs the row counts
         self.fuse_last = fuse_last
         self.last_splits: tuple[np.ndarray, ...] | None = None  # (starts, ends, feats, bins)
+        # the compiled level loop's arguments (None: the reference loop)
+        self.kernel = (store.kernel_args() if COMPILED_LEVELS and type(store) is InPlaceRows
+                       else None)
+        self.kernel_tail: tuple = ()
+        if self.kernel is not None:
+            self.kernel_tail = (
+                self.kernel.layout, self.kernel.settings, self.levels._sub_bins,
+                self.levels.n_bins_total, self.kernel.per_row, par.HIST_PARALLEL_MIN_WORK,
+                par.LEVEL_PARALLEL_MIN_WORK, par.n_threads() > 1)
+
+    def compiled_tree_fits(self) -> bool:
+        """Whether :meth:`grow_greedy_compiled` can run this tree (its two buffers are
+        within :data:`COMPILED_TREE_MAX_HIST_BYTES`)."""
+        width = 1 << max(self.max_depth - 1, 0)
+        per_node = 8 * int(np.prod(self.levels.hist_shape))
+        return (self.kernel is not None and self.max_depth > 0
+                and width * per_node <= COMPILED_TREE_MAX_HIST_BYTES)
+
+    def grow_greedy_compiled(self, stats: np.ndarray, rule) -> None:
+        """Every depth of the tree in one compiled call
+        (:func:`~dpexp.trees.fused_levels.greedy_tree_levels`, greedy splits by ``rule``):
+        the nodes, leaves and last splits :meth:`step` would have recorded."""
+        hist_a, hist_b = self.levels.reserve(1 << (self.max_depth - 1))
+        lv = self.root(stats)  # built into hist_a[:1]
+        parents, feats, bins_, sizes, l_ids, l_totals, l_starts, l_ends, last = (
+            greedy_tree_levels(
+                *self.kernel.head(), hist_a, hist_b, np.ascontiguousarray(lv.totals),
+                self.max_depth, self.fuse_last, self.n_candidates, self.n_candidates_total,
+                rule, par.FEATURE_BLOCK, par.SPLIT_PARALLEL_MIN_CANDIDATES, *self.kernel_tail))
+        self.nodes.load(parents, feats, bins_, sizes)
+        self.leaves.add(l_ids, l_totals, l_starts, l_ends)
+        if last.shape[1]:
+            self.last_splits = (last[0], last[1], last[2], last[3])
 
     def root(self, stats: np.ndarray) -> _Level:
         order = self.store.order
@@ -219,27 +265,34 @@ class _LevelGrower:
             n_candidates_total=self.n_candidates_total, n_bins=self.levels.n_bins,
         )
         feat, bin_ = self.split_policy(ctx)
-        feat = np.asarray(feat, dtype=np.int64)
-        bin_ = np.asarray(bin_, dtype=np.int64)
+        feat = np.ascontiguousarray(feat, dtype=np.int64)
+        bin_ = np.ascontiguousarray(bin_, dtype=np.int64)
         last = depth + 1 == self.max_depth
-        if self.fuse_last and last:
-            n_left = _NO_COUNTS  # the last split level is scored, not partitioned
+        scored = self.fuse_last and last  # the last split level is scored, not partitioned
+        if self.kernel is not None:  # the rest of the depth in one compiled call
+            out = _NO_HIST if last else self.levels.next(2 * feat.size)
+            js, closed, starts, ends, totals = level_after_split(
+                *self.kernel.head(), lv.hist, out, lv.totals, feat, bin_, lv.starts, lv.ends,
+                not scored, not last, *self.kernel_tail)
         else:
             # below the last split only leaf segments are needed, not the statistics
-            n_left = self.store.partition(lv.starts, lv.ends, feat, bin_, with_stats=not last)
-        js, closed, starts, ends, totals, small, big, small_rows = level_children(
-            lv.hist, lv.totals, feat, bin_, lv.starts, lv.ends, n_left)
+            n_left = _NO_COUNTS if scored else self.store.partition(
+                lv.starts, lv.ends, feat, bin_, with_stats=not last)
+            js, closed, starts, ends, totals, small, big, small_rows = level_children(
+                lv.hist, lv.totals, feat, bin_, lv.starts, lv.ends, n_left)
         if closed.size:
             self.leaves.add(lv.node_ids[closed], lv.totals[closed], lv.starts[closed],
                             lv.ends[closed])
         if js.size == 0:
             return None
         f_s, b_s = feat[js], bin_[js]
-        if n_left is _NO_COUNTS:
+        if scored:
             self.last_splits = (lv.starts[js], lv.ends[js], f_s, b_s)
         node_ids = self.nodes.split(lv.node_ids[js], f_s, b_s)
         hist = None
-        if not last:
+        if not last and self.kernel is not None:
+            hist = out[:starts.size]
+        elif not last:
             # build the smaller child of every split, its sibling = parent - child
             hist = self.levels.next(starts.size)
             self.store.build(starts[small], ends[small], hist, small, small_rows)
@@ -301,6 +354,11 @@ def grow_tree(
     grower = _LevelGrower(store, mapper, data.n_features, stats.shape[1], max_depth,
                           split_policy, rng, accountant, label, ws,
                           fuse_last=scores is not None and store.counts_rows)
+    rule = _compiled_rule(split_policy)
+    if rule is not None and stats.shape[1] >= 2 and grower.compiled_tree_fits():
+        grower.grow_greedy_compiled(stats, rule)
+        return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
+                       score_scale)
     level: _Level | None = grower.root(stats)
     for depth in range(max_depth):
         level = grower.step(level, depth)
@@ -310,6 +368,13 @@ def grow_tree(
         grower.leaves.add(level.node_ids, level.totals, level.starts, level.ends)
     return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
                    score_scale)
+
+
+def _compiled_rule(split_policy: SplitPolicy):
+    """The :class:`~dpexp.trees.split_search.SplitRule` of a policy whose search the
+    compiled tree loop runs itself (``compiled_rule()``: the greedy policy), else None."""
+    rule_of = getattr(split_policy, "compiled_rule", None)
+    return rule_of() if rule_of is not None else None
 
 
 #: A dense table at least this large (bytes of codes) is compacted for a tree grown on
@@ -406,6 +471,16 @@ class _NodeTable:
         self.n_nodes += n2
         self.level_sizes.append(n2)
         return children
+
+    def load(self, parents, feats, bins_, level_sizes) -> None:
+        """Record the splits of every depth at once (in split order; ``level_sizes``:
+        the nodes per depth, root first), as :meth:`split` per depth would."""
+        if parents.size:
+            self.parents.append(parents)
+            self.feats.append(feats)
+            self.bins.append(bins_)
+        self.n_nodes = 1 + 2 * parents.size
+        self.level_sizes = [int(v) for v in level_sizes]
 
     def depth_array(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.level_sizes), dtype=np.int32), self.level_sizes)

@@ -22,6 +22,7 @@ import numpy as np
 
 from dpexp.trees.grower import LeafContext, SplitContext
 from dpexp.trees.split_search import (
+    SplitRule,
     best_splits,
     candidate_gains,
     candidate_offsets,
@@ -50,6 +51,15 @@ class GreedySplit:
             ctx.totals, min_gain=float(self.min_gain), n_valid_total=ctx.n_candidates_total,
         )
         return feat, bins
+
+    def compiled_rule(self) -> SplitRule | None:
+        """This search as the compiled tree loop runs it
+        (:func:`~dpexp.trees.fused_levels.greedy_tree_levels`: the same kernels, the same
+        splits); None for a subclass, which may search otherwise."""
+        if type(self) is not GreedySplit:
+            return None
+        return SplitRule(float(self.reg_lambda), float(self.min_child_weight),
+                         float(self.min_samples_leaf), float(self.min_gain))
 
 
 def candidate_index(n_candidates: np.ndarray, n_cand_max: int) -> np.ndarray:
