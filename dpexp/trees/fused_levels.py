@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from dpexp.trees.hist_plan import hist_parallel, hist_serial
+from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import _subtract_flat_par, _subtract_flat_ser, level_children
 from dpexp.trees.partition import _partition_in_place
 from dpexp.trees.split_search import _best_par, _best_ser
@@ -58,6 +59,36 @@ def _build_and_subtract(codes, stats, order, scratch, parent, out, c_starts, c_e
         _subtract_flat_par(parent, js, out, small, big, sub_bins)
     else:
         _subtract_flat_ser(parent, js, out, small, big, sub_bins)
+
+
+@njit(cache=True, nogil=True)
+def _root(codes, stats, order, scratch, hist, layout, settings, per_row, hist_min_work,
+          multi):  # pragma: no cover
+    """The root's histogram into ``hist[0]`` and its statistic totals ``(1, K)``, as
+    :meth:`~dpexp.trees.grower._LevelGrower.root` gets them: the sum of feature 0's bins
+    in bin order from the first bin (the order of numpy's ``sum(axis=0)`` over a
+    C-contiguous ``(bins, K)`` array), or of the rows when there is no feature."""
+    feats, bundles, lists, tail, rows = layout
+    n = order.shape[0]
+    starts = np.zeros(1, dtype=np.int64)
+    ends = np.full(1, n, dtype=np.int64)
+    if multi and np.int64(n * per_row) >= hist_min_work:
+        hist_parallel(codes, stats, order, starts, ends, hist, starts, scratch, feats, bundles,
+                      lists, tail, rows, settings)
+    else:
+        hist_serial(codes, stats, order, starts, ends, hist, starts, scratch, feats, bundles,
+                    lists, tail, rows, settings)
+    k_stats = hist.shape[3]
+    totals = np.empty((1, k_stats))
+    if hist.shape[1] == 0:
+        totals[0] = node_totals(stats, order, 0, n)
+        return totals
+    for k in range(k_stats):
+        acc = hist[0, 0, 0, k]
+        for b in range(1, hist.shape[2]):
+            acc += hist[0, 0, b, k]
+        totals[0, k] = acc
+    return totals
 
 
 @njit(cache=True, nogil=True)
@@ -97,12 +128,11 @@ def _grown(a, need):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, root_totals,
-                       max_depth, fuse_last, n_valid, n_valid_total, rule, fblock,
+def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, max_depth, fuse_last, n_valid, n_valid_total, rule, fblock,
                        split_min_candidates, layout, settings, sub_bins, n_bins_total,
                        per_row, hist_min_work, level_min_work, multi):  # pragma: no cover
-    """Every depth of one tree with greedy splits, from its root (histogram in
-    ``hist_a[:1]``, statistic totals ``root_totals (1, K)``, rows ``order``): per depth
+    """Every depth of one tree with greedy splits, from its root (rows ``order``, its
+    histogram built into ``hist_a[:1]`` by :func:`_root`): per depth
     the search of :func:`~dpexp.trees.split_search.best_splits` (``rule``: its
     :class:`~dpexp.trees.split_search.SplitRule`), then :func:`level_after_split`; the
     depths' histograms alternate between ``hist_a`` and ``hist_b`` (each at least as
@@ -115,7 +145,9 @@ def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, ro
     :class:`~dpexp.trees.grower._LeafCollector` holds them), and ``(4, n)`` starts, ends,
     features and bins of the last depth's splits when it was not partitioned (else
     ``(4, 0)``). IN/OUT: ``order``, ``scratch``, ``hist_a``, ``hist_b``; IN: the rest."""
-    k_stats = root_totals.shape[1]
+    totals = _root(codes, stats, order, scratch, hist_a[:1], layout, settings, per_row,
+                   hist_min_work, multi)
+    k_stats = totals.shape[1]
     no_counts = np.zeros((0, 0, 0))
     n_cap = 64
     parents = np.empty(n_cap, dtype=np.int64)
@@ -134,7 +166,6 @@ def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, ro
     node_ids = np.zeros(1, dtype=np.int64)
     starts = np.zeros(1, dtype=np.int64)
     ends = np.full(1, order.shape[0], dtype=np.int64)
-    totals = root_totals
     hist = hist_a[:1]
     depth = 0
     open_level = True

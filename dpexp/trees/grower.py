@@ -223,16 +223,15 @@ class _LevelGrower:
         return (self.kernel is not None and self.max_depth > 0
                 and width * per_node <= COMPILED_TREE_MAX_HIST_BYTES)
 
-    def grow_greedy_compiled(self, stats: np.ndarray, rule) -> None:
+    def grow_greedy_compiled(self, rule) -> None:
         """Every depth of the tree in one compiled call
-        (:func:`~dpexp.trees.fused_levels.greedy_tree_levels`, greedy splits by ``rule``):
-        the nodes, leaves and last splits :meth:`step` would have recorded."""
+        (:func:`~dpexp.trees.fused_levels.greedy_tree_levels`, greedy splits by ``rule``,
+        the root included): the nodes, leaves and last splits :meth:`root` and
+        :meth:`step` would have recorded."""
         hist_a, hist_b = self.levels.reserve(1 << (self.max_depth - 1))
-        lv = self.root(stats)  # built into hist_a[:1]
         parents, feats, bins_, sizes, l_ids, l_totals, l_starts, l_ends, last = (
             greedy_tree_levels(
-                *self.kernel.head(), hist_a, hist_b, np.ascontiguousarray(lv.totals),
-                self.max_depth, self.fuse_last, self.n_candidates, self.n_candidates_total,
+                *self.kernel.head(), hist_a, hist_b, self.max_depth, self.fuse_last, self.n_candidates, self.n_candidates_total,
                 rule, par.FEATURE_BLOCK, par.SPLIT_PARALLEL_MIN_CANDIDATES, *self.kernel_tail))
         self.nodes.load(parents, feats, bins_, sizes)
         self.leaves.add(l_ids, l_totals, l_starts, l_ends)
@@ -356,7 +355,7 @@ def grow_tree(
                           fuse_last=scores is not None and store.counts_rows)
     rule = _compiled_rule(split_policy)
     if rule is not None and stats.shape[1] >= 2 and grower.compiled_tree_fits():
-        grower.grow_greedy_compiled(stats, rule)
+        grower.grow_greedy_compiled(rule)
         return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
                        score_scale)
     level: _Level | None = grower.root(stats)
