@@ -32,9 +32,16 @@ from dpexp.trees.hist_plan import hist_parallel, hist_serial
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import _subtract_flat_par, _subtract_flat_ser, level_children
 from dpexp.trees.partition import _partition_in_place
-from dpexp.trees.split_search import _best_par, _best_ser
+from dpexp.trees.split_search import (
+    _best_par,
+    _best_ser,
+    _candidate_gains_par,
+    _candidate_gains_ser,
+)
 
 _NO_COUNTS = np.zeros(0, dtype=np.int64)
+#: The ``gains`` argument of :func:`level_after_split` that asks for no gains.
+NO_GAINS = (False, 0.0, _NO_COUNTS, _NO_COUNTS, 0)
 
 
 @njit(cache=True, nogil=True)
@@ -93,7 +100,7 @@ def _root(codes, stats, order, scratch, hist, layout, settings, per_row, hist_mi
 
 @njit(cache=True, nogil=True)
 def level_after_split(codes_f, codes, stats, order, scratch, hist, hist_out, totals, feat,
-                      bins_, starts, ends, partition, build, layout, settings, sub_bins,
+                      bins_, starts, ends, partition, build, gains, layout, settings, sub_bins,
                       n_bins_total, per_row, hist_min_work, level_min_work,
                       multi):  # pragma: no cover
     """One depth after its split decisions ``(feat, bins_)`` (feature -1: a leaf), for the
@@ -101,20 +108,34 @@ def level_after_split(codes_f, codes, stats, order, scratch, hist, hist_out, tot
     children's row counts come from the unit last statistic), the bookkeeping of
     :func:`~dpexp.trees.levels.level_children`, and (when ``build``) the children's
     histograms into ``hist_out`` (at least ``2 * len(feat)`` nodes; parent ``hist``).
+    ``gains = (wanted, lambda, n_valid, offset, n_columns)``: when wanted (and built),
+    the children's packed candidate gains of
+    :func:`~dpexp.trees.split_search.candidate_gains` (the utilities of DPBoost's
+    exponential mechanism, computed here by the same kernel; ``sub_bins`` bounds the
+    bins that hold data), for the policy to draw from; else :data:`NO_GAINS`.
 
-    Returns ``level_children``'s ``(js, closed, child_starts, child_ends, child_totals)``.
+    Returns ``level_children``'s ``(js, closed, child_starts, child_ends, child_totals)``
+    and the gains (``(0, 0)`` when not computed).
     IN/OUT: ``order`` (partitioned), ``scratch``, ``hist_out``; IN: the rest."""
     n_left = _NO_COUNTS
     if partition:
         n_left = _partition_in_place(codes_f, order, starts, ends, feat, bins_)
     js, closed, c_starts, c_ends, c_totals, small, big, small_rows = level_children(
         hist, totals, feat, bins_, starts, ends, n_left)
+    utilities = np.empty((0, 0))
     if build and js.shape[0]:
-        _build_and_subtract(codes, stats, order, scratch, hist, hist_out[:c_starts.shape[0]],
-                            c_starts, c_ends, js, small, big, small_rows, layout, settings,
-                            sub_bins, n_bins_total, per_row, hist_min_work, level_min_work,
-                            multi)
-    return js, closed, c_starts, c_ends, c_totals
+        out = hist_out[:c_starts.shape[0]]
+        _build_and_subtract(codes, stats, order, scratch, hist, out, c_starts, c_ends, js,
+                            small, big, small_rows, layout, settings, sub_bins, n_bins_total,
+                            per_row, hist_min_work, level_min_work, multi)
+        wanted, lam, n_valid, offset, n_columns = gains
+        if wanted:
+            utilities = np.empty((out.shape[0], n_columns))
+            if out.shape[0] > 1 and multi and out.size >= level_min_work:
+                _candidate_gains_par(out, lam, n_valid, sub_bins, offset, utilities)
+            else:
+                _candidate_gains_ser(out, lam, n_valid, sub_bins, offset, utilities)
+    return js, closed, c_starts, c_ends, c_totals, utilities
 
 
 @njit(cache=True, nogil=True)
@@ -179,10 +200,10 @@ def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, ma
         last = depth + 1 == max_depth
         scored = fuse_last and last
         hist_out = hist_b if depth % 2 == 0 else hist_a
-        js, closed, c_starts, c_ends, c_totals = level_after_split(
+        js, closed, c_starts, c_ends, c_totals, _ = level_after_split(
             codes_f, codes, stats, order, scratch, hist, hist_out, totals, feat, bins_, starts,
-            ends, not scored, not last, layout, settings, sub_bins, n_bins_total, per_row,
-            hist_min_work, level_min_work, multi)
+            ends, not scored, not last, NO_GAINS, layout, settings, sub_bins, n_bins_total,
+            per_row, hist_min_work, level_min_work, multi)
         m = closed.shape[0]
         if m:
             leaf_ids = _grown(leaf_ids, n_leaves + m)

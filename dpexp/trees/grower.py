@@ -33,7 +33,7 @@ import numpy as np
 from dpexp.trees import parallel as par
 from dpexp.trees.binned_data import BinnedData, take_codes
 from dpexp.trees.binning import BinMapper
-from dpexp.trees.fused_levels import greedy_tree_levels, level_after_split
+from dpexp.trees.fused_levels import NO_GAINS, greedy_tree_levels, level_after_split
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import HistogramLevels, level_children
 from dpexp.trees.predict import (
@@ -75,6 +75,9 @@ class SplitContext:
     # n_bins[f]: the bins of feature f from n_bins[f] on hold zeros in hist (public, from
     # the bin mapper; None when the caller does not promise it)
     n_bins: np.ndarray | None = None
+    # the packed candidate gains the policy asked for (its compiled_gains()), computed
+    # by the grower with the histograms (dpexp.trees.fused_levels); None: not computed
+    utilities: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -170,6 +173,7 @@ class _Level:
     ends: np.ndarray
     totals: np.ndarray
     hist: np.ndarray | None
+    utilities: np.ndarray | None = None  # the policy's gains, when the grower made them
 
 
 _NO_COUNTS = np.zeros(0, dtype=np.int64)  # level_children: rows going left from counts
@@ -209,6 +213,10 @@ class _LevelGrower:
         self.kernel = (store.kernel_args() if COMPILED_LEVELS and type(store) is InPlaceRows
                        else None)
         self.kernel_tail: tuple = ()
+        self.gains = NO_GAINS
+        gains_of = getattr(split_policy, "compiled_gains", None)
+        if self.kernel is not None and gains_of is not None:
+            self.gains = gains_of(self.n_candidates, self.levels.hist_shape[1]) or NO_GAINS
         if self.kernel is not None:
             self.kernel_tail = (
                 self.kernel.layout, self.kernel.settings, self.levels._sub_bins,
@@ -262,6 +270,7 @@ class _LevelGrower:
             n_candidates=self.n_candidates, n_rows=lv.ends - lv.starts, node_ids=lv.node_ids,
             rng=self.rng, accountant=self.accountant, label=self.label,
             n_candidates_total=self.n_candidates_total, n_bins=self.levels.n_bins,
+            utilities=lv.utilities,
         )
         feat, bin_ = self.split_policy(ctx)
         feat = np.ascontiguousarray(feat, dtype=np.int64)
@@ -270,9 +279,9 @@ class _LevelGrower:
         scored = self.fuse_last and last  # the last split level is scored, not partitioned
         if self.kernel is not None:  # the rest of the depth in one compiled call
             out = _NO_HIST if last else self.levels.next(2 * feat.size)
-            js, closed, starts, ends, totals = level_after_split(
+            js, closed, starts, ends, totals, utilities = level_after_split(
                 *self.kernel.head(), lv.hist, out, lv.totals, feat, bin_, lv.starts, lv.ends,
-                not scored, not last, *self.kernel_tail)
+                not scored, not last, self.gains, *self.kernel_tail)
         else:
             # below the last split only leaf segments are needed, not the statistics
             n_left = _NO_COUNTS if scored else self.store.partition(
@@ -296,6 +305,8 @@ class _LevelGrower:
             hist = self.levels.next(starts.size)
             self.store.build(starts[small], ends[small], hist, small, small_rows)
             self.levels.subtract(lv.hist, hist, small, big, js)
+        if self.kernel is not None and self.gains[0] and hist is not None:
+            return _Level(node_ids, starts, ends, totals, hist, utilities)
         return _Level(node_ids, starts, ends, totals, hist)
 
 

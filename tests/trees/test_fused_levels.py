@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import dpexp.trees.grower as grower
+import dpexp.trees.policies as policies
 from dpexp.privacy.accountant import Accountant
 from dpexp.trees import parallel as par
 from dpexp.trees.binning import fit_bin_mapper
@@ -100,6 +101,16 @@ def test_greedy_trees_equal_the_reference(monkeypatch, depth, seed):
 
 @pytest.mark.parametrize("depth", [1, 3, 6])
 def test_per_depth_compiled_policies_equal_the_reference(monkeypatch, depth):
+    """Exponential-mechanism and random splits: the same trees, leaves, noise and
+    ledger; below the root the mechanism's utilities come with the histograms."""
+    gain_calls = []
+    real = policies.candidate_gains
+
+    def counted(*args):
+        gain_calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(policies, "candidate_gains", counted)
     data, mapper, y = _table(1200, 5)
     stats = np.column_stack([np.clip(-y, -1, 1), np.ones(y.size)])
     rows = np.arange(0, y.size, 2)
@@ -110,10 +121,13 @@ def test_per_depth_compiled_policies_equal_the_reference(monkeypatch, depth):
             ws = GrowWorkspace()  # one workspace for both paths, alternating trees
             results = []
             for compiled in (True, False, True):
+                before = len(gain_calls)
                 results.append(_grow(monkeypatch, compiled, data, mapper, stats, rows,
                                      max_depth=depth, split_policy=make_split(),
                                      leaf_policy=leaf, rng=np.random.default_rng(9),
                                      unit_last=unit, workspace=ws))
+                if isinstance(leaf, LaplaceLeaf):  # every node splits: one call per depth
+                    assert len(gain_calls) - before == (1 if compiled else depth)
             _assert_same(results[1], results[0])
             _assert_same(results[1], results[2])
 
