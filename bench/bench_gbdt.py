@@ -341,10 +341,10 @@ def memory_row(rows: int, kind: str) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     # the reference is LightGBM, or the DPBoost original on gbdt_dpboost_vs_original rows
-    print(f"{'benchmark':<32}{'dataset':<24}{'ours s':>10}{'ref s':>10}{'ratio':>8}{'target':>8}")
+    print(f"{'benchmark':<36}{'dataset':<24}{'ours s':>10}{'ref s':>10}{'ratio':>8}{'target':>8}")
     for r in rows:
         fmt = lambda v, p: f"{v:{p}}" if v is not None else "n/a"  # noqa: E731
-        print(f"{r['benchmark']:<32}{r['dataset']:<24}{fmt(r['ours_seconds'], '10.4f'):>10}"
+        print(f"{r['benchmark']:<36}{r['dataset']:<24}{fmt(r['ours_seconds'], '10.4f'):>10}"
               f"{fmt(r['reference_seconds'], '10.4f'):>10}{fmt(r['ratio'], '8.2f'):>8}"
               f"{fmt(r['target_ratio'], '8.2f'):>8}  {r['note']}", flush=True)
 

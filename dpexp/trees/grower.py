@@ -20,7 +20,11 @@ rows, closes the unsplit nodes as leaves (:func:`~dpexp.trees.levels.level_child
 builds histograms only for the smaller child of every split and gets its sibling by
 subtraction from the parent (the "subtraction trick"). The rows live behind one
 interface, :class:`~dpexp.trees.row_stores.RowStore` (in place, statistics moved with
-the rows, or column-sparse); which storage a tree uses never changes a result.
+the rows, or column-sparse); which storage a tree uses never changes a result. On the
+in-place store the loop runs compiled (:mod:`dpexp.trees.fused_levels`, the same kernels
+on the same buffers: the same trees): the whole tree in one call with the greedy policy,
+else everything of a depth after the policy's decision in one call
+(:data:`COMPILED_LEVELS`).
 """
 
 from __future__ import annotations
