@@ -144,3 +144,17 @@ def test_parallel_kernels_inside_the_compiled_loop(monkeypatch):
               rng=np.random.default_rng(0), unit_last=True, scored=True)
     _assert_same(_grow(monkeypatch, False, data, mapper, stats, np.arange(y.size), **kw),
                  _grow(monkeypatch, True, data, mapper, stats, np.arange(y.size), **kw))
+
+
+def test_greedy_trees_too_wide_for_one_call_go_per_depth(monkeypatch):
+    """A greedy tree whose widest depth's histograms would not fit the one-call buffers
+    runs per depth (the policy in Python, the rest compiled): the same tree."""
+    monkeypatch.setattr(grower, "COMPILED_TREE_MAX_HIST_BYTES", 0)
+    monkeypatch.setattr(grower, "greedy_tree_levels", None)  # must not be called
+    data, mapper, y = _table(1500, 3)
+    stats = np.column_stack([-y, np.ones(y.size)])
+    kw = dict(max_depth=6, split_policy=GreedySplit(0.1, min_samples_leaf=10),
+              leaf_policy=NewtonLeaf(0.1), rng=np.random.default_rng(0), unit_last=True,
+              scored=True)
+    _assert_same(_grow(monkeypatch, False, data, mapper, stats, np.arange(y.size), **kw),
+                 _grow(monkeypatch, True, data, mapper, stats, np.arange(y.size), **kw))
