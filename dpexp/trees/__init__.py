@@ -16,6 +16,8 @@ Modules, by concern (the layout of scikit-learn's ``_hist_gradient_boosting``):
   tasks in :mod:`~dpexp.trees.hist_tasks`, its plan and runs in
   :mod:`~dpexp.trees.hist_plan`), :mod:`~dpexp.trees.partition` (row partitions),
   :mod:`~dpexp.trees.levels` (per-depth bookkeeping, sibling subtraction),
+  :mod:`~dpexp.trees.fused_levels` (the grower's level loop compiled: one call per depth,
+  or per tree with greedy splits),
   :mod:`~dpexp.trees.split_search` (gains, greedy best split), :mod:`~dpexp.trees.predict`
   (routing rows: leaf ids, score updates), :mod:`~dpexp.trees.parallel` (when to use the
   thread pool, how work is cut).

@@ -20,7 +20,11 @@ rows, closes the unsplit nodes as leaves (:func:`~dpexp.trees.levels.level_child
 builds histograms only for the smaller child of every split and gets its sibling by
 subtraction from the parent (the "subtraction trick"). The rows live behind one
 interface, :class:`~dpexp.trees.row_stores.RowStore` (in place, statistics moved with
-the rows, or column-sparse); which storage a tree uses never changes a result.
+the rows, or column-sparse); which storage a tree uses never changes a result. On the
+in-place store the loop runs compiled (:mod:`dpexp.trees.fused_levels`, the same kernels
+on the same buffers: the same trees): the whole tree in one call with the greedy policy,
+else everything of a depth after the policy's decision in one call
+(:data:`COMPILED_LEVELS`).
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpexp.trees import parallel as par
 from dpexp.trees.binned_data import BinnedData, take_codes
 from dpexp.trees.binning import BinMapper
+from dpexp.trees.fused_levels import NO_GAINS, greedy_tree_levels, level_after_split
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import HistogramLevels, level_children
 from dpexp.trees.predict import (
@@ -41,7 +47,7 @@ from dpexp.trees.predict import (
     add_tree_binned_rows,
     apply_binned_dense,
 )
-from dpexp.trees.row_stores import GrowWorkspace, RowStore, row_store
+from dpexp.trees.row_stores import GrowWorkspace, InPlaceRows, RowStore, row_store
 from dpexp.trees.tree import NUMERIC, ArrayTree
 
 __all__ = ["GrowWorkspace", "GrownTree", "LeafContext", "LeafPolicy", "SplitContext",
@@ -73,6 +79,9 @@ class SplitContext:
     # n_bins[f]: the bins of feature f from n_bins[f] on hold zeros in hist (public, from
     # the bin mapper; None when the caller does not promise it)
     n_bins: np.ndarray | None = None
+    # the packed candidate gains the policy asked for (its compiled_gains()), computed
+    # by the grower with the histograms (dpexp.trees.fused_levels); None: not computed
+    utilities: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -168,9 +177,21 @@ class _Level:
     ends: np.ndarray
     totals: np.ndarray
     hist: np.ndarray | None
+    utilities: np.ndarray | None = None  # the policy's gains, when the grower made them
 
 
 _NO_COUNTS = np.zeros(0, dtype=np.int64)  # level_children: rows going left from counts
+_NO_HIST = np.zeros((0, 0, 0, 0))  # the compiled step's output below the last split
+
+#: Trees on the in-place row store run their level loop compiled
+#: (:mod:`dpexp.trees.fused_levels`: the same kernels on the same buffers, the same
+#: bits): one call per depth after the split policy, or one per tree with the greedy
+#: policy. False: the reference loop (:meth:`_LevelGrower.step`) for every tree. Read at
+#: call time (the tests and ``bench/bench_gbdt.py --ab`` switch it).
+COMPILED_LEVELS = True
+#: The one-call-per-tree greedy loop keeps both histogram buffers as wide as a depth can
+#: be (``2**(max_depth - 1)`` nodes); beyond this many bytes per buffer it runs per depth.
+COMPILED_TREE_MAX_HIST_BYTES = 64 << 20
 
 
 class _LevelGrower:
@@ -192,6 +213,42 @@ class _LevelGrower:
         # the last depth's splits scored without a partition: needs the row counts
         self.fuse_last = fuse_last
         self.last_splits: tuple[np.ndarray, ...] | None = None  # (starts, ends, feats, bins)
+        # the compiled level loop's arguments (None: the reference loop)
+        self.kernel = (store.kernel_args() if COMPILED_LEVELS and type(store) is InPlaceRows
+                       else None)
+        self.kernel_tail: tuple = ()
+        self.gains = NO_GAINS
+        gains_of = getattr(split_policy, "compiled_gains", None)
+        if self.kernel is not None and gains_of is not None:
+            self.gains = gains_of(self.n_candidates, self.levels.hist_shape[1]) or NO_GAINS
+        if self.kernel is not None:
+            self.kernel_tail = (
+                self.kernel.layout, self.kernel.settings, self.levels._sub_bins,
+                self.levels.n_bins_total, self.kernel.per_row, par.HIST_PARALLEL_MIN_WORK,
+                par.LEVEL_PARALLEL_MIN_WORK, par.n_threads() > 1)
+
+    def compiled_tree_fits(self) -> bool:
+        """Whether :meth:`grow_greedy_compiled` can run this tree (its two buffers are
+        within :data:`COMPILED_TREE_MAX_HIST_BYTES`)."""
+        width = 1 << max(self.max_depth - 1, 0)
+        per_node = 8 * int(np.prod(self.levels.hist_shape))
+        return (self.kernel is not None and self.max_depth > 0
+                and width * per_node <= COMPILED_TREE_MAX_HIST_BYTES)
+
+    def grow_greedy_compiled(self, rule) -> None:
+        """Every depth of the tree in one compiled call
+        (:func:`~dpexp.trees.fused_levels.greedy_tree_levels`, greedy splits by ``rule``,
+        the root included): the nodes, leaves and last splits :meth:`root` and
+        :meth:`step` would have recorded."""
+        hist_a, hist_b = self.levels.reserve(1 << (self.max_depth - 1))
+        parents, feats, bins_, sizes, l_ids, l_totals, l_starts, l_ends, last = (
+            greedy_tree_levels(
+                *self.kernel.head(), hist_a, hist_b, self.max_depth, self.fuse_last, self.n_candidates, self.n_candidates_total,
+                rule, par.FEATURE_BLOCK, par.SPLIT_PARALLEL_MIN_CANDIDATES, *self.kernel_tail))
+        self.nodes.load(parents, feats, bins_, sizes)
+        self.leaves.add(l_ids, l_totals, l_starts, l_ends)
+        if last.shape[1]:
+            self.last_splits = (last[0], last[1], last[2], last[3])
 
     def root(self, stats: np.ndarray) -> _Level:
         order = self.store.order
@@ -217,33 +274,43 @@ class _LevelGrower:
             n_candidates=self.n_candidates, n_rows=lv.ends - lv.starts, node_ids=lv.node_ids,
             rng=self.rng, accountant=self.accountant, label=self.label,
             n_candidates_total=self.n_candidates_total, n_bins=self.levels.n_bins,
+            utilities=lv.utilities,
         )
         feat, bin_ = self.split_policy(ctx)
-        feat = np.asarray(feat, dtype=np.int64)
-        bin_ = np.asarray(bin_, dtype=np.int64)
+        feat = np.ascontiguousarray(feat, dtype=np.int64)
+        bin_ = np.ascontiguousarray(bin_, dtype=np.int64)
         last = depth + 1 == self.max_depth
-        if self.fuse_last and last:
-            n_left = _NO_COUNTS  # the last split level is scored, not partitioned
+        scored = self.fuse_last and last  # the last split level is scored, not partitioned
+        if self.kernel is not None:  # the rest of the depth in one compiled call
+            out = _NO_HIST if last else self.levels.next(2 * feat.size)
+            js, closed, starts, ends, totals, utilities = level_after_split(
+                *self.kernel.head(), lv.hist, out, lv.totals, feat, bin_, lv.starts, lv.ends,
+                not scored, not last, self.gains, *self.kernel_tail)
         else:
             # below the last split only leaf segments are needed, not the statistics
-            n_left = self.store.partition(lv.starts, lv.ends, feat, bin_, with_stats=not last)
-        js, closed, starts, ends, totals, small, big, small_rows = level_children(
-            lv.hist, lv.totals, feat, bin_, lv.starts, lv.ends, n_left)
+            n_left = _NO_COUNTS if scored else self.store.partition(
+                lv.starts, lv.ends, feat, bin_, with_stats=not last)
+            js, closed, starts, ends, totals, small, big, small_rows = level_children(
+                lv.hist, lv.totals, feat, bin_, lv.starts, lv.ends, n_left)
         if closed.size:
             self.leaves.add(lv.node_ids[closed], lv.totals[closed], lv.starts[closed],
                             lv.ends[closed])
         if js.size == 0:
             return None
         f_s, b_s = feat[js], bin_[js]
-        if n_left is _NO_COUNTS:
+        if scored:
             self.last_splits = (lv.starts[js], lv.ends[js], f_s, b_s)
         node_ids = self.nodes.split(lv.node_ids[js], f_s, b_s)
         hist = None
-        if not last:
+        if not last and self.kernel is not None:
+            hist = out[:starts.size]
+        elif not last:
             # build the smaller child of every split, its sibling = parent - child
             hist = self.levels.next(starts.size)
             self.store.build(starts[small], ends[small], hist, small, small_rows)
             self.levels.subtract(lv.hist, hist, small, big, js)
+        if self.kernel is not None and self.gains[0] and hist is not None:
+            return _Level(node_ids, starts, ends, totals, hist, utilities)
         return _Level(node_ids, starts, ends, totals, hist)
 
 
@@ -301,6 +368,11 @@ def grow_tree(
     grower = _LevelGrower(store, mapper, data.n_features, stats.shape[1], max_depth,
                           split_policy, rng, accountant, label, ws,
                           fuse_last=scores is not None and store.counts_rows)
+    rule = _compiled_rule(split_policy)
+    if rule is not None and stats.shape[1] >= 2 and grower.compiled_tree_fits():
+        grower.grow_greedy_compiled(rule)
+        return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
+                       score_scale)
     level: _Level | None = grower.root(stats)
     for depth in range(max_depth):
         level = grower.step(level, depth)
@@ -310,6 +382,13 @@ def grow_tree(
         grower.leaves.add(level.node_ids, level.totals, level.starts, level.ends)
     return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
                    score_scale)
+
+
+def _compiled_rule(split_policy: SplitPolicy):
+    """The :class:`~dpexp.trees.split_search.SplitRule` of a policy whose search the
+    compiled tree loop runs itself (``compiled_rule()``: the greedy policy), else None."""
+    rule_of = getattr(split_policy, "compiled_rule", None)
+    return rule_of() if rule_of is not None else None
 
 
 #: A dense table at least this large (bytes of codes) is compacted for a tree grown on
@@ -406,6 +485,16 @@ class _NodeTable:
         self.n_nodes += n2
         self.level_sizes.append(n2)
         return children
+
+    def load(self, parents, feats, bins_, level_sizes) -> None:
+        """Record the splits of every depth at once (in split order; ``level_sizes``:
+        the nodes per depth, root first), as :meth:`split` per depth would."""
+        if parents.size:
+            self.parents.append(parents)
+            self.feats.append(feats)
+            self.bins.append(bins_)
+        self.n_nodes = 1 + 2 * parents.size
+        self.level_sizes = [int(v) for v in level_sizes]
 
     def depth_array(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.level_sizes), dtype=np.int32), self.level_sizes)

@@ -104,9 +104,7 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
             raise ValueError("gathered=True needs the (K, len(order)) scratch it refers to")
         scratch = np.empty((stored, order.shape[0]))
     lay = dense_layout(codes, sparse_codes) if layout is None else layout
-    settings = HistPlanSettings(
-        lay.fblock if fblock is None else int(fblock), ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS,
-        HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered))
+    settings = plan_settings(lay, fblock, gathered)
     if n_rows is None:
         n_rows = int((ends - starts).sum())
     if _merged_applies(codes, stats, starts, lay, n_rows) and merged_hist_into(
@@ -116,7 +114,25 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
     parallel = par.use_parallel(int(n_rows * lay.per_row), par.HIST_PARALLEL_MIN_WORK)
     (hist_parallel if parallel else hist_serial)(
         codes, stats, order, starts, ends, out, np.asarray(slots, dtype=np.int64), scratch,
-        lay.feats, *lay.plain_tuples, tuple(settings))
+        lay.feats, *lay.plain_tuples, settings)
+
+
+def plan_settings(lay: DenseLayout, fblock: int | None = None,
+                  gathered: bool = False) -> tuple:
+    """The :class:`~dpexp.trees.hist_layout.HistPlanSettings` of a dense build over
+    ``lay`` as a plain tuple (the work-cutting settings of this module, read now)."""
+    return tuple(HistPlanSettings(
+        lay.fblock if fblock is None else int(fblock), ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS,
+        HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered)))
+
+
+def merged_possible(codes, stats, lay: DenseLayout) -> bool:
+    """Whether some build over this table could take the one-pass route of
+    :func:`_merged_applies` (its conditions on the table alone; False: no build does)."""
+    return (stats.shape[1] == 2 and codes.flags.f_contiguous
+            and lay.n_columns > ROW_TASK_MAX_COLUMNS and lay.bundles.codes.shape[1] == 0
+            and lay.tail.features.size == 0 and lay.rows.codes.shape[0] == 0
+            and codes.shape[0] * lay.n_columns >= MERGED_MIN_CODES)
 
 
 def _merged_applies(codes, stats, starts, lay: DenseLayout, n_rows: int) -> bool:
@@ -125,12 +141,8 @@ def _merged_applies(codes, stats, starts, lay: DenseLayout, n_rows: int) -> bool
     dense features only, read by column tasks (whose sums run in row order, as the merged
     build's do; row-chunk tasks add partial sums), two statistics, and rows enough that its
     pass over the row ids of the table is small beside the build."""
-    n_total = codes.shape[0]
-    return (starts.shape[0] >= 2 and stats.shape[1] == 2 and codes.flags.f_contiguous
-            and lay.n_columns > ROW_TASK_MAX_COLUMNS and lay.bundles.codes.shape[1] == 0
-            and lay.tail.features.size == 0 and lay.rows.codes.shape[0] == 0
-            and n_total * lay.n_columns >= MERGED_MIN_CODES
-            and n_rows * lay.n_columns >= MERGED_MIN_WORK_PER_ROW * n_total)
+    return (starts.shape[0] >= 2 and merged_possible(codes, stats, lay)
+            and n_rows * lay.n_columns >= MERGED_MIN_WORK_PER_ROW * codes.shape[0])
 
 
 def build_hist_dense(codes, stats, order, starts, ends, n_bins, fblock=None, *,

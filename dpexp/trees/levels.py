@@ -175,6 +175,14 @@ class HistogramLevels:
         self.turn ^= 1
         return self.ws.zeros(f"hist{self.turn}", (n_nodes, *self.hist_shape))
 
+    def reserve(self, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Both buffers with room for ``n_nodes`` nodes (the one :meth:`next` hands out
+        next first), for a caller that alternates them itself; :meth:`next` then hands
+        out views of the same buffers."""
+        first = self.ws.zeros(f"hist{self.turn ^ 1}", (n_nodes, *self.hist_shape))
+        second = self.ws.zeros(f"hist{self.turn}", (n_nodes, *self.hist_shape))
+        return first, second
+
     def subtract(self, parent: np.ndarray, out: np.ndarray, small, big, parent_index) -> None:
         """:func:`subtract_siblings` with the bounds of this tree's features."""
         _subtract(parent, out, small, big, np.asarray(parent_index, dtype=np.int64),

@@ -22,6 +22,7 @@ import numpy as np
 
 from dpexp.trees.grower import LeafContext, SplitContext
 from dpexp.trees.split_search import (
+    SplitRule,
     best_splits,
     candidate_gains,
     candidate_offsets,
@@ -51,6 +52,15 @@ class GreedySplit:
         )
         return feat, bins
 
+    def compiled_rule(self) -> SplitRule | None:
+        """This search as the compiled tree loop runs it
+        (:func:`~dpexp.trees.fused_levels.greedy_tree_levels`: the same kernels, the same
+        splits); None for a subclass, which may search otherwise."""
+        if type(self) is not GreedySplit:
+            return None
+        return SplitRule(float(self.reg_lambda), float(self.min_child_weight),
+                         float(self.min_samples_leaf), float(self.min_gain))
+
 
 def candidate_index(n_candidates: np.ndarray, n_cand_max: int) -> np.ndarray:
     """Flat indices (into ``d * n_cand_max``) of the public candidates (f, b < n_candidates[f])."""
@@ -78,7 +88,9 @@ class _CandidateLayout:
         self.key = (np.asarray(n_candidates, dtype=np.int64).copy(), n_bins)
         self.offsets = candidate_offsets(n_candidates, n_bins)
         n_valid, offset = self.offsets
-        self.ends = offset + n_valid  # one past each feature's last column
+        # the feature of every packed column (what a binary search of the features'
+        # column ranges gives, looked up)
+        self.column_feature = np.repeat(np.arange(n_valid.shape[0], dtype=np.int64), n_valid)
         self._seen: np.ndarray | None = None  # the last array found equal to the key
 
     def matches(self, n_candidates: np.ndarray, n_bins: int) -> bool:
@@ -95,7 +107,7 @@ class _CandidateLayout:
 
     def feature_bin(self, choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(feature, bin)`` of packed candidate columns ``choice``."""
-        feat = np.searchsorted(self.ends, choice, side="right").astype(np.int64)
+        feat = self.column_feature[choice]
         return feat, choice - self.offsets[1][feat]
 
 
@@ -122,13 +134,14 @@ class ExponentialSplit:
         if n_bins <= 1 or total == 0:
             none = np.full(ctx.n_nodes, -1, dtype=np.int64)
             return none, none.copy()
-        lay = self._layout
-        if lay is None or not lay.matches(ctx.n_candidates, n_bins):
-            lay = self._layout = _CandidateLayout(ctx.n_candidates, n_bins)
+        lay = self._layout_for(ctx.n_candidates, n_bins)
         # the public candidates' gains, packed (candidate (f, b) at offset[f] + b): the
-        # utilities gain_utilities gives, bit for bit, without the padded array
-        util = candidate_gains(ctx.hist, float(self.reg_lambda), ctx.n_candidates,
-                               lay.offsets, ctx.n_bins)
+        # utilities gain_utilities gives, bit for bit, without the padded array; computed
+        # with the histograms by the grower when it could (compiled_gains)
+        util = ctx.utilities
+        if util is None:
+            util = candidate_gains(ctx.hist, float(self.reg_lambda), ctx.n_candidates,
+                                   lay.offsets, ctx.n_bins)
         # one split per node; the nodes of a depth hold disjoint rows (parallel composition)
         choice = np.asarray(ctx.accountant.exponential(
             util, epsilon=self.epsilon, sensitivity=self.sensitivity, rng=ctx.rng,
@@ -136,6 +149,24 @@ class ExponentialSplit:
             nodes=np.asarray(ctx.node_ids, dtype=np.int64).tolist(),
         ), dtype=np.int64).reshape(-1)
         return lay.feature_bin(choice)
+
+    def _layout_for(self, n_candidates: np.ndarray, n_bins: int) -> _CandidateLayout:
+        lay = self._layout
+        if lay is None or not lay.matches(n_candidates, n_bins):
+            lay = self._layout = _CandidateLayout(n_candidates, n_bins)
+        return lay
+
+    def compiled_gains(self, n_candidates: np.ndarray, n_bins: int) -> tuple | None:
+        """``(True, lambda, n_valid, offset, n_columns)``: what the grower's compiled
+        level step needs to compute this policy's utilities (the packed gains of
+        :func:`~dpexp.trees.split_search.candidate_gains`) with the histograms of every
+        depth below the root (``SplitContext.utilities``); None when it should not (a
+        subclass, or no candidate: no gains are computed then)."""
+        if type(self) is not ExponentialSplit or n_bins <= 1 or not int(n_candidates.sum()):
+            return None
+        n_valid, offset = self._layout_for(n_candidates, n_bins).offsets
+        return (True, float(self.reg_lambda), n_valid, offset,
+                int(offset[-1] + n_valid[-1]) if n_valid.size else 0)
 
 
 @dataclass

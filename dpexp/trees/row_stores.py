@@ -20,6 +20,7 @@ stable, so the choice never changes a bit of a tree.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -27,7 +28,12 @@ import numpy as np
 from dpexp.trees.binned_data import BinnedData
 from dpexp.trees.hist_layout import DenseLayout, dense_layout
 from dpexp.trees.hist_tasks import gather_rows
-from dpexp.trees.histograms import build_hist_sparse, dense_hist_into
+from dpexp.trees.histograms import (
+    build_hist_sparse,
+    dense_hist_into,
+    merged_possible,
+    plan_settings,
+)
 from dpexp.trees.partition import is_sorted, partition_dense, partition_rows, partition_sparse
 
 # From this many rows a tree keeps its statistics in row order, moved along by every
@@ -102,6 +108,28 @@ class RowStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class InPlaceKernelArgs:
+    """What the compiled level loop (:mod:`dpexp.trees.fused_levels`) reads of an
+    :class:`InPlaceRows` store: the arguments its builds and partitions pass to the
+    kernels, in the kernels' order (``layout``: the dense layout's features and plain
+    tuples; ``settings``: the build's plain :class:`~dpexp.trees.hist_layout.HistPlanSettings`;
+    ``per_row``: column updates per row, the work measure of a build)."""
+
+    codes_by_feature: np.ndarray
+    codes: np.ndarray
+    stats: np.ndarray
+    order: np.ndarray
+    scratch: np.ndarray
+    layout: tuple
+    settings: tuple
+    per_row: float
+
+    def head(self) -> tuple:
+        """The leading arguments of the compiled level kernels."""
+        return self.codes_by_feature, self.codes, self.stats, self.order, self.scratch
+
+
 class InPlaceRows:
     """Dense, cache-sized: ``order`` partitioned in place, statistics gathered per build
     into one scratch buffer."""
@@ -123,6 +151,18 @@ class InPlaceRows:
     def partition(self, starts, ends, features, bins, *, with_stats: bool) -> np.ndarray:
         return partition_dense(self._data.codes_by_feature(), self.order, starts, ends,
                                features, bins)
+
+    def kernel_args(self) -> InPlaceKernelArgs | None:
+        """The compiled level loop's view of this store, or None when one of its builds
+        could take the one-pass route of :mod:`dpexp.trees.level_histograms` (which the
+        compiled loop does not run: such trees take the reference path)."""
+        lay = self._layout
+        if merged_possible(self._data.codes, self._stats, lay):
+            return None
+        return InPlaceKernelArgs(
+            self._data.codes_by_feature(), self._data.codes, self._stats, self.order,
+            self._scratch, (lay.feats, *lay.plain_tuples), plan_settings(lay),
+            float(lay.per_row))
 
 
 class MovedStatsRows:
