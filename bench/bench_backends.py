@@ -67,8 +67,11 @@ class BackendRun:
 
 
 def cell_values(payload: dict) -> list:
-    """The (metric, value) pairs of a cell's rows: what must not depend on the backend."""
-    return sorted((r["metric"], str(r.get("step")), repr(r["value"])) for r in payload["rows"])
+    """The (metric, step, value) of a cell's rows: what must not depend on the backend.
+    Timing metrics (``seconds_per_tree``: any name with "second", as in
+    ``bench/compare_values.py``) are left out: they differ between any two runs."""
+    return sorted((r["metric"], str(r.get("step")), repr(r["value"])) for r in payload["rows"]
+                  if "second" not in str(r["metric"]))
 
 
 def run_pass(pool, cells: list[Cell], spec: ExperimentSpec, cfg: RunConfig) -> tuple[float, dict]:
