@@ -89,8 +89,7 @@ def in_worker(fn: Callable[..., Any], item: Any, *shared: Any) -> Any:
     scikit-learn's forests (which build and predict their trees through ``joblib.Parallel``,
     even at ``n_jobs=1``: the dask backend takes every core of the cluster) sent their
     trees to the cluster as tasks, the training data pickled for each, the cell's thread
-    seceding meanwhile and its worker starting a second cell: the dask run took 1.25-1.30x
-    loky's time for the same values."""
+    seceding meanwhile and its worker starting a second cell (bench/README_backends.md)."""
     with joblib.parallel_config(backend="threading"):
         return fn(item, *shared)
 
