@@ -211,6 +211,7 @@ def plan(
     # lazy: a command loads its machinery (pandas, numba, scikit-learn) when it runs, so `dpexp --help` stays fast
     from dpexp.experiments.cells import check_grid_size, unsupported_notes
     from dpexp.experiments.plan import make_plans
+    from dpexp.experiments.worker_memory import worker_advice
 
     if all_ == (experiment is not None):
         raise DpexpError("give either an EXPERIMENT or --all.")
@@ -223,17 +224,28 @@ def plan(
         if skipped_tasks and not as_json:
             err.print(f"note: {spec.id}: {escape('; '.join(skipped_tasks))}", highlight=False)
     plans = make_plans(selected, scale, rdir, seed=seed, jobs=jobs, calibrate_fits=calibrate)
+    advice = worker_advice(selected, scale)
     if as_json:
-        typer.echo(json.dumps(_plan_json(plans, skipped) if all_ else plans[0].to_dict(), indent=2))
+        doc = _plan_json(plans, skipped) if all_ else plans[0].to_dict()
+        typer.echo(json.dumps({**doc, "worker_advice": advice.to_dict()}, indent=2))
         return
     if not all_:
         _print_plan(plans[0])
+        _print_advice(advice, jobs)
         return
     _print_all(plans)
+    _print_advice(advice, jobs)
     if skipped:
         names = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
         out.print(f"skipped {len(skipped)} experiment(s) without algorithm(s) {', '.join(algos)}: "
                   f"{escape(names)}", highlight=False)
+
+
+def _print_advice(advice, jobs: int) -> None:
+    """The workers this machine's cores and memory allow (:mod:`dpexp.experiments.worker_memory`)."""
+    why = "workers may run out of memory" if advice.peak else "workers share the cores"
+    over = f"; --jobs {jobs} is more than that: {why}" if jobs > advice.workers else ""
+    out.print(escape(advice.text() + over), highlight=False)
 
 
 def _plan_specs(experiment: str | None, scale: str, datasets: list[str] | None,

@@ -1,10 +1,17 @@
 """Where the cells of a run execute: a joblib pool (loky processes or threads) or a dask
-cluster, and the progress display of the run."""
+cluster driven directly (:func:`dask_map_unordered`), and the progress display of the run."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import joblib
+from joblib.externals.loky.process_executor import TerminatedWorkerError
 
 from dpexp.errors import DpexpError
 from dpexp.experiments.config import BACKENDS, RunConfig
@@ -16,6 +23,11 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS")
 
+#: Cells submitted to a dask cluster per thread at a time (joblib's ``pre_dispatch`` of 2).
+CELLS_AHEAD = 2
+#: Seconds a run waits for the first worker of a remote dask scheduler that has none yet.
+DASK_WORKER_WAIT = 60
+
 
 def single_threaded_env() -> dict[str, str]:
     """The environment of a worker process that shares the cores with other workers: one
@@ -25,29 +37,120 @@ def single_threaded_env() -> dict[str, str]:
     return dict.fromkeys(THREAD_VARIABLES, "1")
 
 
-@contextlib.contextmanager
-def backend(cfg: RunConfig):
-    """The joblib backend of a run. With several worker processes (loky, a local dask
-    cluster) each worker runs single-threaded (:func:`single_threaded_env`, set before it
-    imports numba); in-process threads and a remote dask cluster keep their settings."""
-    import joblib
+@dataclass(frozen=True)
+class CellPool:
+    """The workers of a run. ``map_unordered(fn, items, *shared)`` calls
+    ``fn(item, *shared)`` for every item there, yielding the results as they finish;
+    ``worker_died`` are the exceptions saying a worker process died (the runner starts that
+    worker's cells again on new workers)."""
 
+    #: A dask.distributed Client, or None: the joblib backend :func:`backend` configured.
+    client: Any = None
+    worker_died: tuple[type[BaseException], ...] = (TerminatedWorkerError,)
+
+    def map_unordered(self, fn: Callable[..., Any], items: Iterable[Any], *shared: Any) -> Iterator[Any]:
+        if self.client is not None:
+            return dask_map_unordered(self.client, fn, items, *shared)
+        return joblib.Parallel(return_as="generator_unordered")(
+            joblib.delayed(fn)(item, *shared) for item in items)
+
+
+@contextlib.contextmanager
+def backend(cfg: RunConfig) -> Iterator[CellPool]:
+    """The workers of a run (:class:`CellPool`). With several worker processes (loky, a
+    local dask cluster) each worker runs single-threaded (:func:`single_threaded_env`, set
+    before it imports numba); in-process threads and a remote dask cluster keep their
+    settings."""
     if cfg.backend not in BACKENDS:
         raise DpexpError(f"Unknown backend {cfg.backend!r}; use one of {', '.join(BACKENDS)}.")
     if cfg.backend == "loky":
         # jobs -1 (every core) or more than one: several workers
         threads = {"inner_max_num_threads": 1} if cfg.jobs != 1 else {}
         with joblib.parallel_config(backend="loky", n_jobs=cfg.jobs, **threads):
-            yield
+            yield CellPool()
         return
     if cfg.backend == "threading":
         with joblib.parallel_config(backend="threading", n_jobs=cfg.jobs):
-            yield
+            yield CellPool()
         return
     workers = max(cfg.jobs, 1)
-    with (dask_client(cfg.scheduler, workers, single_threaded=workers > 1),
-          joblib.parallel_config(backend="dask", n_jobs=-1)):
-        yield
+    with dask_client(cfg.scheduler, workers, single_threaded=workers > 1) as client:
+        # lazy: dask.distributed is optional; dask_client has just imported it
+        from distributed import KilledWorker
+
+        yield CellPool(client=client, worker_died=(KilledWorker,))
+
+
+def in_worker(fn: Callable[..., Any], item: Any, *shared: Any) -> Any:
+    """``fn(item, *shared)`` in a dask worker, its own joblib calls on threads of this
+    process, as in a loky worker (whose nested backend is joblib's threading backend).
+
+    Issue 43: through joblib's dask bridge a cell ran under ``parallel_config("dask")``, so
+    scikit-learn's forests (which build and predict their trees through ``joblib.Parallel``,
+    even at ``n_jobs=1``: the dask backend takes every core of the cluster) sent their
+    trees to the cluster as tasks, the training data pickled for each, the cell's thread
+    seceding meanwhile and its worker starting a second cell (bench/README_backends.md)."""
+    with joblib.parallel_config(backend="threading"):
+        return fn(item, *shared)
+
+
+def dask_map_unordered(client: Any, fn: Callable[..., Any], items: Iterable[Any],
+                       *shared: Any) -> Iterator[Any]:
+    """``fn(item, *shared)`` for each item on the dask cluster of ``client``, results as
+    they finish.
+
+    ``shared`` (the spec, the run's configuration) is sent to every worker once, not with
+    each cell. At most :data:`CELLS_AHEAD` cells per thread of the cluster are submitted at
+    a time, in ``items``' order (longest first) and with that priority, the next as one
+    finishes: a worker has its next cell at hand when one ends (no round trip to the
+    client in between), and the scheduler does not spread the whole run over the workers
+    ahead of time, by durations it does not know yet (the imbalance loky's pool, which
+    hands the next cell to the first worker free, does not have). Each cell runs through
+    :func:`in_worker`."""
+    pending = iter(items)
+    first = list(islice(pending, 1))
+    if not first:
+        return
+    threads = _cluster_threads(client)
+    shared_on_workers = client.scatter(list(shared), broadcast=True, hash=False) if shared else []
+    running: set[Any] = set()
+    order = iter(range(0, -(1 << 62), -1))  # dask runs the higher priority first
+
+    def submit(item: Any) -> Any:
+        future = client.submit(in_worker, fn, item, *shared_on_workers, pure=False,
+                               priority=next(order))
+        running.add(future)
+        return future
+
+    # lazy: dask.distributed is optional (pip install 'dpexp[dask]')
+    from distributed import as_completed
+
+    done = as_completed([submit(item) for item in [*first, *islice(pending, CELLS_AHEAD * threads - 1)]])
+    try:
+        for future in done:
+            result = future.result()  # a cell's error is raised here, as joblib does
+            running.discard(future)
+            for item in islice(pending, 1):  # before yielding: the worker waits for nothing
+                done.add(submit(item))
+            yield result
+    finally:
+        if running:  # an error or a consumer that stopped: no cell keeps running
+            client.cancel(list(running))
+        if shared_on_workers:
+            client.cancel(shared_on_workers)
+
+
+def _cluster_threads(client: Any) -> int:
+    """Threads of the dask cluster (waiting for a first worker if it has none yet)."""
+    threads = sum(client.ncores().values())
+    if threads:
+        return threads
+    try:
+        client.wait_for_workers(1, timeout=DASK_WORKER_WAIT)
+    except TimeoutError:
+        raise DpexpError(f"The dask scheduler has no worker after {DASK_WORKER_WAIT} s; "
+                         "start workers with `dask worker SCHEDULER_ADDRESS`.") from None
+    return max(1, sum(client.ncores().values()))
 
 
 @contextlib.contextmanager
@@ -56,6 +159,7 @@ def dask_client(scheduler: str | None, n_workers: int, *, single_threaded: bool 
     (of ``n_workers`` processes of one task each; ``single_threaded``: each with
     :func:`single_threaded_env`)."""
     try:
+        # lazy: dask.distributed is optional (pip install 'dpexp[dask]')
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise DpexpError("The dask backend needs dask.distributed: pip install 'dpexp[dask]'.") from None

@@ -16,16 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import joblib
 import pandas as pd
-from joblib.externals.loky.process_executor import TerminatedWorkerError
 
 import dpexp
 from dpexp.datasets import download
 from dpexp.datasets.registry import get_dataset_info
 from dpexp.errors import DatasetUnavailableError, DpexpError, RunWaitsWarning, WorkerDiedWarning
 from dpexp.experiments import cache
-from dpexp.experiments.backends import backend, progress_bar
+from dpexp.experiments.backends import CellPool, backend, progress_bar
 from dpexp.experiments.catalog import cells_source
 from dpexp.experiments.cells import Cell, dataset_task, expand, unsupported_notes
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
@@ -205,13 +203,13 @@ def _run_locked(spec: ExperimentSpec, cfg: RunConfig, cells: list[Cell],
     provenance = {"dpexp_version": dpexp.__version__, "git_revision": git_revision()}
     _download(todo, cfg)
     progress = progress_bar(cfg.progress)
-    with progress, backend(cfg):
+    with progress, backend(cfg) as pool:
         task = progress.add_task(
             f"{spec.id} ({cfg.scale})", total=len(cells),
             completed=len(cells) - len(todo) - len(twins),
         )
         if todo:
-            _compute(todo, computing, cfg, provenance, lambda: progress.advance(task))
+            _compute(pool, todo, computing, cfg, provenance, lambda: progress.advance(task))
         for twin, source in twins:
             cache.adopt_shared(cfg.results_dir, twin, cache.cell_path(cfg.results_dir, source))
             progress.advance(task)
@@ -232,18 +230,16 @@ def _run_locked(spec: ExperimentSpec, cfg: RunConfig, cells: list[Cell],
 WORKER_RETRIES = 2
 
 
-def _compute(todo: list[Cell], spec: ExperimentSpec, cfg: RunConfig, provenance: dict[str, str],
-              advance: Callable[[], None]) -> None:
-    """Run ``todo`` on the configured backend; a cell whose worker died runs again on a
+def _compute(pool: CellPool, todo: list[Cell], spec: ExperimentSpec, cfg: RunConfig,
+             provenance: dict[str, str], advance: Callable[[], None]) -> None:
+    """Run ``todo`` on the run's workers (``pool``); a cell whose worker died runs again on a
     new worker (at most :data:`WORKER_RETRIES` times), then the run stops with one line."""
     for attempt in range(WORKER_RETRIES + 1):
         try:
-            results = joblib.Parallel(return_as="generator_unordered")(
-                joblib.delayed(run_cell)(c, spec, cfg, provenance) for c in todo)
-            for _ in results:
+            for _ in pool.map_unordered(run_cell, todo, spec, cfg, provenance):
                 advance()
             return
-        except TerminatedWorkerError as exc:
+        except pool.worker_died as exc:
             todo = [c for c in todo if not cache.has_cell(cfg.results_dir, c)]
             why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if attempt == WORKER_RETRIES:

@@ -20,7 +20,7 @@ from joblib.externals.loky.process_executor import TerminatedWorkerError
 from typer.testing import CliRunner
 
 from dpexp.cli import app
-from dpexp.experiments import runner
+from dpexp.experiments import backends
 from dpexp.experiments.cache import cell_files
 
 SPEC = tiny_spec("faulty", algorithms=[{"name": "breiman_rf", "label": "RF", "params": {"n_estimators": 5}}],
@@ -106,7 +106,7 @@ def test_a_worker_that_dies_is_replaced_and_its_cells_run_again(reference, monke
     results, values, files = reference
     for f in [*files[:2], results / "faulty" / "results-smoke.csv"]:
         f.unlink()
-    real = runner.joblib.Parallel
+    real = backends.joblib.Parallel
     calls = []
 
     class DiesOnce:
@@ -119,7 +119,7 @@ def test_a_worker_that_dies_is_replaced_and_its_cells_run_again(reference, monke
                 raise TerminatedWorkerError("A worker process was terminated abruptly (SIGKILL)")
             return self.parallel(tasks)
 
-    monkeypatch.setattr(runner.joblib, "Parallel", DiesOnce)
+    monkeypatch.setattr(backends.joblib, "Parallel", DiesOnce)
     res = _run(results)
     assert res.exit_code == 0, res.output
     assert "warning: a worker process died" in res.output and len(calls) == 2
@@ -136,7 +136,7 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_the_resume_command(referen
             raise TerminatedWorkerError("A worker process was terminated abruptly (SIGKILL)")
         return call
 
-    monkeypatch.setattr(runner.joblib, "Parallel", dies)
+    monkeypatch.setattr(backends.joblib, "Parallel", dies)
     res = _run(results)
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert "died 3 times" in res.output and "run the same command to resume" in res.output
