@@ -109,8 +109,12 @@ def main() -> None:
     ap.add_argument("--scale", default="smoke")
     ap.add_argument("--jobs", type=int, default=2, help="workers of each backend (default 2)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds (median; default 3)")
-    ap.add_argument("--json-out", type=Path, help="also write the rounds as JSON")
-    a = ap.parse_args()
+    ap.add_argument("--json-out", type=Path,
+                    help="also write bench/run_all.py's rows (the rounds in each row's note)")
+    # run_all.py hands every benchmark the same extra arguments: ignore the others' flags.
+    a, unknown = ap.parse_known_args()
+    if unknown:
+        print(f"ignoring arguments {unknown}", file=sys.stderr)
     if a.jobs < 2 or a.rounds < 1:
         ap.error("--jobs must be >= 2 and --rounds >= 1")
     mirror = os.environ.get("DPEXP_DATA_MIRROR")
@@ -144,11 +148,16 @@ def main() -> None:
         print(f"dask / loky, {what}: {ratio:.2f}x ({verdict} the {TARGET_RATIO}x target)")
     print(f"values identical across backends and rounds: {'yes' if same else 'NO'}")
     if a.json_out:
-        a.json_out.write_text(json.dumps(
-            {"experiment": spec.id, "scale": a.scale, "jobs": a.jobs, "cells": len(cells),
-             "rounds": [{"backend": x.backend, **x.seconds, "total": x.total} for x in runs],
-             "ratio_total": ratio_total, "ratio_warm": ratio_warm, "values_identical": same},
-            indent=2))
+        rounds = "; ".join(f"{x.backend} " + " ".join(f"{p} {x.seconds[p]:.2f}" for p in PHASES)
+                           for x in runs)
+        dataset = f"{spec.id} ({a.scale}, {len(cells)} cells, {a.jobs} jobs)"
+        rows = [{"benchmark": f"backend_dask_vs_loky_{what}", "dataset": dataset,
+                 "ours_seconds": ours, "reference": "loky", "reference_seconds": ref,
+                 "ratio": ours / ref, "target_ratio": TARGET_RATIO,
+                 "note": f"values identical: {'yes' if same else 'NO'}; rounds: {rounds}"}
+                for what, ours, ref in (("run", total["dask"], total["loky"]),
+                                        ("warm", med["dask"]["warm"], med["loky"]["warm"]))]
+        a.json_out.write_text(json.dumps(rows, indent=2))
     if not same:
         raise SystemExit(1)
 

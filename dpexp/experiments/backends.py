@@ -89,7 +89,7 @@ def in_worker(fn: Callable[..., Any], item: Any, *shared: Any) -> Any:
     scikit-learn's forests (which build and predict their trees through ``joblib.Parallel``,
     even at ``n_jobs=1``: the dask backend takes every core of the cluster) sent their
     trees to the cluster as tasks, the training data pickled for each, the cell's thread
-    seceding meanwhile and its worker starting a second cell (bench/README_backends.md)."""
+    seceding meanwhile and its worker starting a second cell (bench/README.md, "dask against loky")."""
     with joblib.parallel_config(backend="threading"):
         return fn(item, *shared)
 
@@ -169,8 +169,13 @@ def dask_client(scheduler: str | None, n_workers: int, *, single_threaded: bool 
             client = Client(scheduler, timeout="20s")
         else:
             env = single_threaded_env() if single_threaded else {}
+            # memory_limit=0: no per-worker cap, as a loky worker has none. dask's default
+            # (the machine's memory / workers) pauses a worker at 80% and kills it at 95%,
+            # which the paper-scale draw of synthetic_cls (1M x 400) comes close to; `dpexp
+            # plan` recommends a worker count that fits the memory instead.
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None, env=env)
+                                   host="127.0.0.1", dashboard_address=None, env=env,
+                                   memory_limit=0)
             client = Client(cluster)
     except OSError as exc:
         if cluster is not None:
