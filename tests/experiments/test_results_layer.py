@@ -261,6 +261,9 @@ def optional_env(env, monkeypatch):
     import dpexp.registry as registry
 
     monkeypatch.setattr(registry, "EXTRA_PAPERS", ["overspending_algorithms"])
+    # as if an extra of dpexp's metadata provided the missing package (its hint then has brackets)
+    monkeypatch.setattr(registry, "extra_providing",
+                        lambda package: ("peers", package.replace("_", "-")))
     spec = {**TINY, "id": "optional",
             "algorithms": [*TINY["algorithms"], {"name": "needs_missing_package", "label": "peer"}]}
     (env[0] / "optional.yaml").write_text(yaml.safe_dump(spec))
