@@ -83,10 +83,10 @@ from dpexp.papers.dpboost.steps import (
     DPBoostTreeStep,
     NPTreeStep,
     PrunedExponentialSplit,
+    chunked_record_ids,
     ensemble_slots,
     para_slots,
 )
-from dpexp.privacy import record_ids
 from dpexp.trees.policies import ExponentialSplit, GreedySplit, NewtonLeaf
 
 # ----------------------------------------------------------------------------- estimators
@@ -191,7 +191,8 @@ class _DPBoostMixin:
         lam, g_star = float(self.reg_lambda), float(self.g_star)
         self.init_score_ = mean_initial_score(fit.target, self.loss_) if opts.mean_init else 0.0
         # columns: g, h, and (exact hessians only) the row count the grower counts
-        stats = np.empty((fit.n_rows, 3 if opts.exact_hessian else 2))
+        # a tree writes its own rows' statistics (DPBoostTreeStep): zeros elsewhere
+        stats = np.zeros((fit.n_rows, 3 if opts.exact_hessian else 2))
         stats[:, -1] = 1.0  # h = 1 (Section 4), or the count column
         eps_t = per_tree_budget(self.mode, fit.epsilon, T, Te)
         split = self._split_policy(lam, eps_t / (opts.split_budget_divisor * D),
@@ -208,7 +209,7 @@ class _DPBoostMixin:
             return all_rows_slots(T, fit.n_rows, first_label=1)
         # partitions keyed by each record's content (features, target), never its row:
         # a record added anywhere moves no other record (Li et al. 2020 Theorem 4)
-        ids = record_ids(fit.X, fit.target)
+        ids = chunked_record_ids(fit.X, fit.target)
         if self.mode == "para":
             return para_slots(fit.accountant, ids, T, fit.streams.structure)
         return ensemble_slots(fit.accountant, ids, T, int(self.trees_per_ensemble),

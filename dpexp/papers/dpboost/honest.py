@@ -104,8 +104,8 @@ from dpexp.boosting.base import BoostingFit, TreeSlot, add_tree_to_scores, store
 from dpexp.boosting.gbdt import raw_predict, staged_raw_predict
 from dpexp.papers.dpboost.estimators import _BoostingBase, _ClassifierPart, _RegressorPart
 from dpexp.papers.dpboost.formulas import glc_threshold, gradients, n_ensembles
-from dpexp.papers.dpboost.steps import ensemble_slots
-from dpexp.privacy import Accountant, record_ids
+from dpexp.papers.dpboost.steps import chunked_record_ids, ensemble_slots
+from dpexp.privacy import Accountant
 from dpexp.trees.grower import GrownTree, GrowWorkspace, LeafContext, grow_tree
 from dpexp.trees.policies import ExponentialSplit
 
@@ -332,7 +332,7 @@ class _HonestMixin:
             self.init_score_, eps0, eps_t)
 
     def _tree_slots(self, fit: BoostingFit) -> Generator[TreeSlot, None, None]:
-        ids = record_ids(fit.X, fit.target)  # by content, never by row (Li et al. 2020 Thm 4)
+        ids = chunked_record_ids(fit.X, fit.target)  # by content, never by row (Li et al. 2020 Thm 4)
         return ensemble_slots(fit.accountant, ids, int(self.n_trees),
                               int(self.trees_per_ensemble), float(self.learning_rate),
                               fit.streams.structure)

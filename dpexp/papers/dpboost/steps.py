@@ -23,7 +23,7 @@ from dpexp.papers.dpboost.formulas import (
     n_ensembles,
     para_proportions,
 )
-from dpexp.privacy import Accountant, exponential_mechanism, record_partition
+from dpexp.privacy import Accountant, exponential_mechanism, record_ids, record_partition
 from dpexp.privacy.partition import RecordIds
 from dpexp.trees.grower import GrownTree, GrowWorkspace, SplitContext, grow_tree
 from dpexp.trees.policies import GreedySplit, LaplaceLeaf, NewtonLeaf
@@ -107,6 +107,29 @@ class PrunedExponentialSplit:
 # ----------------------------------------------------------------------------- schedules
 
 
+#: Rows hashed per :func:`record_ids` call by :func:`chunked_record_ids`: a block of at
+#: most this many float64 values (32 MiB), whatever the table's width.
+RECORD_ID_BLOCK_VALUES = 1 << 22
+
+
+def chunked_record_ids(X, y: np.ndarray) -> RecordIds:
+    """:func:`~dpexp.privacy.record_ids` of ``(X, y)``, hashed a block of rows at a time.
+
+    A record's id depends on that record alone, so the ids of row blocks concatenated are
+    the ids of the whole table, bit for bit; but ``record_ids`` converts a dense table to
+    one float64 copy first, which for the float32 table of a large fit is twice the
+    table's size at once (1M x 400: 3 GiB more than the non-private fit, issue 43).
+    """
+    n_rows, n_cols = X.shape
+    step = max(1, RECORD_ID_BLOCK_VALUES // max(1, n_cols))
+    if n_rows <= step:
+        return record_ids(X, y)
+    y = np.asarray(y)
+    return RecordIds(np.concatenate([
+        record_ids(X[start:start + step], y[start:start + step]).values
+        for start in range(0, n_rows, step)]))
+
+
 def ensemble_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
                    trees_per_ensemble: int, learning_rate: float,
                    structure: np.random.SeedSequence, *, trim_last: bool = False
@@ -123,10 +146,18 @@ def ensemble_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
     for e, seed in enumerate(seeds):
         parts = record_partition(ids, props, np.random.default_rng(seed))
         last = trim_last and e == len(seeds) - 1
+        n_here = min(trees_per_ensemble, n_trees - t)
+        # the rows of every part at once (a stable sort keeps each part's rows
+        # ascending: np.flatnonzero(parts == te) for each te), not one pass over all
+        # rows per tree
+        by_part = np.argsort(parts, kind="stable")
+        bounds = np.searchsorted(parts[by_part], np.arange(n_here + 1))
+        later = np.flatnonzero(parts > 0) if last else None  # ascending, shrinks per tree
         with accountant.sequential(f"ensemble {e}"), accountant.parallel(f"trees of ensemble {e}"):
-            for te in range(min(trees_per_ensemble, n_trees - t)):
-                yield TreeSlot(t, f"tree {t + 1}", np.flatnonzero(parts == te),
-                               np.flatnonzero(parts > te) if last else None,
+            for te in range(n_here):
+                if later is not None and te:
+                    later = later[parts[later] > te]  # np.flatnonzero(parts > te)
+                yield TreeSlot(t, f"tree {t + 1}", by_part[bounds[te]:bounds[te + 1]], later,
                                position=te + 1, round=e)
                 t += 1
 
@@ -186,16 +217,8 @@ class DPBoostTreeStep:
         # the iteration index GLC decays with: the tree's 1-based position in its
         # ensemble when glc_per_ensemble, else t (only mode "dpboost" clips)
         t_glc = t if slot.position is None or not self.glc_per_ensemble else slot.position
-        stats, g_star, lam, lr = self.stats, self.g_star, self.reg_lambda, self.learning_rate
-        gradients(scores, self.fit.target, self.loss, out=stats[:, 0])
-        if self.exact_hessian:
-            exact_hessians(scores, self.loss, out=stats[:, 1])
-        if self.gdf:
-            keep = slot.rows[gdf_mask(stats[slot.rows, 0], g_star)]
-        else:  # no filter: clip instead, so |g| <= g* as the split and leaf
-            # sensitivities assume (Lemma 1, Corollary 2); unclipped it would not be DP
-            keep = slot.rows
-            np.clip(stats[:, 0], -g_star, g_star, out=stats[:, 0])
+        g_star, lam, lr = self.g_star, self.reg_lambda, self.learning_rate
+        keep = self._slot_statistics(slot.rows, scores)
         self.offered.append(slot.rows.size)
         self.used.append(keep.size)
         self.rounds.append(slot.round)
@@ -205,11 +228,42 @@ class DPBoostTreeStep:
             clip=glc_threshold(g_star, lr, t_glc) if self.glc else None,
         )
         return grow_tree(
-            self.fit.data, stats, keep, self.fit.mapper, max_depth=self.max_depth,
+            self.fit.data, self.stats, keep, self.fit.mapper, max_depth=self.max_depth,
             split_policy=self.split, leaf_policy=leaf, rng=self.noise_rngs[slot.index],
             accountant=self.fit.accountant, label=slot.label, workspace=self.workspace,
             unit_last=True,
         )
+
+    def _slot_statistics(self, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Gradients (and exact hessians) of the slot's rows into ``self.stats``, GDF or
+        clipping (Section 3.1); the rows the tree grows on.
+
+        A tree reads the statistics of its own rows only, so a slot of part of the table
+        (DPBoost's and PARA's disjoint subsets: ~2% of the rows a tree on adult at Fig. 2)
+        computes those rows' and not every row's: the same values, element by element.
+        """
+        stats, g_star = self.stats, self.g_star
+        if rows.size == stats.shape[0]:  # every row (SEQ): no gathered copies
+            gradients(scores, self.fit.target, self.loss, out=stats[:, 0])
+            if self.exact_hessian:
+                exact_hessians(scores, self.loss, out=stats[:, 1])
+            if self.gdf:
+                return rows[gdf_mask(stats[rows, 0], g_star)]
+            # no filter: clip instead, so |g| <= g* as the split and leaf sensitivities
+            # assume (Lemma 1, Corollary 2); unclipped it would not be DP
+            np.clip(stats[:, 0], -g_star, g_star, out=stats[:, 0])
+            return rows
+        row_scores = scores[rows]
+        g = gradients(row_scores, self.fit.target[rows], self.loss)
+        if self.exact_hessian:
+            stats[rows, 1] = exact_hessians(row_scores, self.loss, out=np.empty_like(g))
+        if self.gdf:
+            keep = rows[gdf_mask(g, g_star)]
+        else:  # clipped, as above
+            np.clip(g, -g_star, g_star, out=g)
+            keep = rows
+        stats[rows, 0] = g
+        return keep
 
     def add_to_scores(self, grown: GrownTree, scores: np.ndarray, slot: TreeSlot) -> None:
         add_tree_to_scores(grown, scores, self.learning_rate, self.fit.data, self.fit.X,
