@@ -318,6 +318,16 @@ def dataset_version(name: str) -> str:
     return info.data_version if info is not None else ""
 
 
+def other_data_version(dataset: Any, data_version: Any) -> bool:
+    """Whether a result of ``dataset`` (a name, key or cell record) computed on
+    ``data_version`` is of another version of the data than the registry's today: such a
+    cell is not one of the current grid (its key differs), so it must neither be averaged
+    with the current cells of the same setting nor kept in a rewritten table. A dataset the
+    registry does not know has no current version to compare against (never "other")."""
+    current = dataset_version(registry_name(dataset))
+    return bool(current) and str(data_version or "") != current
+
+
 #: A grid larger than this asks for ``--yes`` before anything is expanded or run.
 LARGE_GRID = 100_000
 

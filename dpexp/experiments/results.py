@@ -36,6 +36,7 @@ from dpexp.experiments.cells import (
     for_task,
     grid_points,
     is_per_task,
+    other_data_version,
     pays_on_dataset,
     series_share,
 )
@@ -330,9 +331,18 @@ def cached_results(
                 texts[id(params)] = (params, canonical_json(params))
             return texts[id(params)][1]
 
+        versions: dict[tuple[str, str], bool] = {}  # (dataset, version) -> another version?
+
+        def other_version(cell: dict) -> bool:
+            at = (str(cell.get("dataset")), str(cell.get("data_version") or ""))
+            if at not in versions:
+                versions[at] = other_data_version(*at)
+            return versions[at]
+
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), params_json(p["cell"].get("params") or {}), current,
-            task_of(p["cell"].get("dataset")), registry_name(p["cell"].get("dataset")))]
+            task_of(p["cell"].get("dataset")), registry_name(p["cell"].get("dataset")))
+            and not other_version(p["cell"])]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
     kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])

@@ -25,7 +25,13 @@ from dpexp.errors import DatasetUnavailableError, DpexpError, RunWaitsWarning, W
 from dpexp.experiments import cache
 from dpexp.experiments.backends import CellPool, backend, progress_bar
 from dpexp.experiments.catalog import cells_source
-from dpexp.experiments.cells import Cell, dataset_task, expand, unsupported_notes
+from dpexp.experiments.cells import (
+    Cell,
+    dataset_task,
+    expand,
+    other_data_version,
+    unsupported_notes,
+)
 from dpexp.experiments.committed import adopt_committed, keep_committed_rows, write_table
 from dpexp.experiments.config import RunConfig
 from dpexp.experiments.environment import check_writable, git_revision, optional_unavailable
@@ -302,7 +308,8 @@ def collect(
 def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Path:
     """``results/EXP/results-SCALE.csv``: every cached row of the experiment at ``scale``
     (cache and committed table), without the cells of an earlier version of one of its
-    series (same label, no longer in the spec's grid). For a spec showing another's cells
+    series (same label, no longer in the spec's grid) or of another version of a dataset
+    (:func:`~dpexp.experiments.cells.other_data_version`). For a spec showing another's cells
     (``cells_from``) that is the other experiment's table: the cells are its."""
 
     spec = cells_source(spec)
@@ -312,9 +319,16 @@ def write_union_table(spec: ExperimentSpec, scale: str, results_dir: Path) -> Pa
         at = spec.at_scale(scale)
         current = current_params(at)
         tasks = {d: dataset_task(d) for d in frame["dataset"].unique()}
+        # rows of another version of the data (the committed rows keep_committed_rows adds
+        # back) are not this grid's cells either
+        versions = {(d, v): other_data_version(d, v) for d, v in
+                    frame[["dataset", "data_version"]].fillna("").astype(str)
+                    .drop_duplicates().itertuples(index=False)}
         stale = [is_stale(label, params, current, tasks[ds], ds)
-                 for label, params, ds in zip(frame["label"], frame["params"], frame["dataset"],
-                                              strict=True)]
+                 or versions[(str(ds), "" if pd.isna(v) else str(v))]
+                 for label, params, ds, v in zip(frame["label"], frame["params"],
+                                                 frame["dataset"], frame["data_version"],
+                                                 strict=True)]
         frame = frame[~pd.Series(stale, index=frame.index)]
     return write_results_table(with_param_columns(frame), results_dir, spec.id, scale)
 
