@@ -73,6 +73,9 @@ def aggregate(frame: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
         return pd.DataFrame(columns=AGG_COLUMNS)
     f = normalise(frame)
     f["step"] = f["step"].fillna(-1).astype(int)
+    # float whatever the source: cell files give NaN, a committed table's rows None (object),
+    # and the figures' inputs digest must not tell a cache from a fresh clone by a dtype
+    f["epsilon_spent"] = pd.to_numeric(f["epsilon_spent"], errors="coerce").astype(float)
     f["_not_dp"] = not_dp_mask(f)
     f["_diag"] = f["metric_kind"] == "diagnostic"
     # The greatest reason of a group is taken as the greatest of its codes in sorted order

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 
+import pandas as pd
 import pytest
 from render.cached_cells import cache_cells
 from render.test_leaderboard_section import METRICS, six_datasets
@@ -125,3 +126,31 @@ def test_cd_diagrams_are_drawn_only_when_their_inputs_change(tmp_path):
     assert cd_digest(changed, "t") != cd_digest(board, "t")
     path.write_bytes(b"not the diagram")
     assert draw_current_cd_diagram(board, path, "t") is True and path.read_bytes() == stamp[0]
+
+
+def test_the_aggregate_is_the_same_from_cell_files_as_from_a_committed_table(tmp_path):
+    """A committed table gives None where a cell file gives NaN (``epsilon_spent`` of a
+    non-private row); the aggregate, and so a figure's inputs digest, must not tell them
+    apart (fletcher-fig7's digest did, by the column's dtype, before it was cast)."""
+    from dpexp.render.aggregate import aggregate
+    from dpexp.render.figure_inputs import frame_text
+
+    r = tmp_path / "results"
+    cache_cells(r, datasets=["adult"], epsilons=[1.0], scale="paper", data_version=True)
+    spec = resolve("fig2").at_scale("paper")
+    assert _as_cached(r, spec)["epsilon_spent"].isna().any()  # NP's rows spend nothing
+    from_table = aggregate(_as_committed(r, spec), spec)
+    from_cache = aggregate(_as_cached(r, spec), spec)
+    assert frame_text(from_table) == frame_text(from_cache)
+
+
+def _as_cached(results_dir, spec):
+    from dpexp.experiments.results import cached_results
+
+    return cached_results(spec, "paper", results_dir, current_only=True).frame
+
+
+def _as_committed(results_dir, spec):
+    frame = _as_cached(results_dir, spec).copy()
+    frame["epsilon_spent"] = [None if pd.isna(v) else float(v) for v in frame["epsilon_spent"]]
+    return frame.astype({"epsilon_spent": object})
