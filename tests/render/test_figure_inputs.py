@@ -9,31 +9,15 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from render.cached_cells import cache_cells
 
 from dpexp.experiments import cache
 from dpexp.experiments.catalog import resolve
 from dpexp.experiments.cells import expand
 from dpexp.experiments.spec import select
-from dpexp.render import figures
 from dpexp.render.figure_inputs import current_sha, sidecar_path
 from dpexp.render.render import render_experiment
 from dpexp.render.report import write_report
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """The figures built (each call of ``build_figure``)."""
-    calls: list[str] = []
-    build = figures.build_figure
-
-    def spy(spec, agg, ctx):
-        calls.append(spec.id)
-        return build(spec, agg, ctx)
-
-    monkeypatch.setattr(figures, "build_figure", spy)
-    return calls
 
 
 def _files(figures_dir):

@@ -16,26 +16,11 @@ from render.test_leaderboard_section import METRICS, six_datasets
 from dpexp.experiments.catalog import resolve
 from dpexp.experiments.committed import index_path, table_path
 from dpexp.experiments.runner import write_union_table
-from dpexp.render import figures
 from dpexp.render.figure_inputs import inputs_digest, sidecar_path
 from dpexp.render.leaderboard import boards
 from dpexp.render.leaderboard_files import cd_digest, draw_current_cd_diagram
 from dpexp.render.render import render_experiment
 from dpexp.render.report import write_report
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """The figures built (each call of ``build_figure``)."""
-    calls: list[str] = []
-    build = figures.build_figure
-
-    def spy(spec, agg, ctx):
-        calls.append(spec.id)
-        return build(spec, agg, ctx)
-
-    monkeypatch.setattr(figures, "build_figure", spy)
-    return calls
 
 
 def _clone(results_dir, figures_dir, root, experiment):

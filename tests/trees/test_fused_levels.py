@@ -38,6 +38,19 @@ def _grow(monkeypatch, compiled: bool, data, mapper, stats, rows, **kw):
     return grown, scores, acc.ledger()
 
 
+def _counted(monkeypatch, module, name: str) -> list[int]:
+    """Count the calls of ``module.name`` (one entry per call), which still runs."""
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def _assert_same(a, b) -> None:
     (ga, sa, la), (gb, sb, lb) = a, b
     for name in TREE_ARRAYS:
@@ -73,14 +86,7 @@ def test_greedy_trees_equal_the_reference(monkeypatch, depth, seed):
     data, mapper, y = _table(1500, seed)
     n = y.size
     sub = np.sort(np.random.default_rng(seed).choice(n, n // 3, replace=False))
-    calls = []
-    real = grower.greedy_tree_levels
-
-    def counted(*args):
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(grower, "greedy_tree_levels", counted)
+    calls = _counted(monkeypatch, grower, "greedy_tree_levels")
     for stats, unit in ((np.column_stack([-y, np.ones(n)]), True),
                         (np.column_stack([-y, 0.5 + np.abs(y) / 4, y ** 2]), False)):
         for rows in (np.arange(n), sub, sub[:0]):
@@ -103,14 +109,7 @@ def test_greedy_trees_equal_the_reference(monkeypatch, depth, seed):
 def test_per_depth_compiled_policies_equal_the_reference(monkeypatch, depth):
     """Exponential-mechanism and random splits: the same trees, leaves, noise and
     ledger; below the root the mechanism's utilities come with the histograms."""
-    gain_calls = []
-    real = policies.candidate_gains
-
-    def counted(*args):
-        gain_calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(policies, "candidate_gains", counted)
+    gain_calls = _counted(monkeypatch, policies, "candidate_gains")
     data, mapper, y = _table(1200, 5)
     stats = np.column_stack([np.clip(-y, -1, 1), np.ones(y.size)])
     rows = np.arange(0, y.size, 2)
