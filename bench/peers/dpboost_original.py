@@ -346,13 +346,14 @@ def run_cell(cell, spec, root: Path, python: Path, results_dir: Path, mirror: st
 
 
 def _shard(text: str) -> tuple[int, int]:
-    """``"K/N"`` -> ``(K, N)`` with ``0 <= K < N`` (argparse type of ``--shard``)."""
+    """``"K/N"`` -> ``(K, N)`` with ``1 <= K <= N``, 1-based as ``dpexp run --shard``
+    (argparse type of ``--shard``)."""
     try:
         k, n = (int(part) for part in text.split("/"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected K/N, e.g. 0/2, got {text!r}") from None
-    if n < 1 or not 0 <= k < n:
-        raise argparse.ArgumentTypeError(f"need 0 <= K < N, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected K/N, e.g. 1/2, got {text!r}") from None
+    if n < 1 or not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"need 1 <= K <= N, got {text!r}")
     return k, n
 
 
@@ -369,10 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-dir", type=Path, default=Path("results"))
     ap.add_argument("--mirror", default=None, help="dataset mirror (else DPEXP_DATA_MIRROR)")
     ap.add_argument("--force", action="store_true", help="recompute cached cells")
-    ap.add_argument("--shard", type=_shard, default=(0, 1), metavar="K/N",
-                    help="run only the cells whose position in the list is K modulo N, so N "
-                         "processes (K = 0 .. N-1) share one grid without computing a cell "
-                         "twice (default 0/1: every cell)")
+    ap.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N",
+                    help="run only the K-th of every N cells of the list, so N processes "
+                         "(K = 1 .. N, as dpexp run --shard) share one grid without computing "
+                         "a cell twice (default 1/1: every cell)")
     ap.add_argument("--build", metavar="REPO", help="first build the original into --original "
                     f"from REPO: a clone, a bare mirror or a URL (e.g. {OFFICIAL_URL})")
     ap.add_argument("--build-jobs", type=int, default=2, help="make -j for --build")
@@ -399,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                             epsilons, args.seed))
     k, n = args.shard
     for i, cell in enumerate(cells, 1):
-        if (i - 1) % n != k or (not args.force and cache.has_cell(args.results_dir, cell)):
+        if (i - 1) % n != k - 1 or (not args.force and cache.has_cell(args.results_dir, cell)):
             continue
         values = run_cell(cell, spec, args.original, python, args.results_dir, args.mirror)
         print(f"[{i}/{len(cells)}] {cell.dataset.key} {cell.label} eps={cell.epsilon:g} "

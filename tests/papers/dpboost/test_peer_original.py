@@ -182,10 +182,10 @@ def test_shards_split_the_cells_between_processes(peer, tmp_path):
         return [p for p in read_cells(results, "dpboost-fig2", "smoke")
                 if p["cell"]["algorithm"] == "dpboost_original"]
 
-    assert peer.main([*args, "--shard", "1/2"]) == 0
+    assert peer.main([*args, "--shard", "2/2"]) == 0
     assert len(peer_cells()) == folds  # every second of the 2 x folds cells
-    assert peer.main([*args, "--shard", "0/2"]) == 0
+    assert peer.main([*args, "--shard", "1/2"]) == 0
     assert len(peer_cells()) == 2 * folds
-    for bad in ("2/2", "1", "a/b", "0/0"):
+    for bad in ("0/2", "3/2", "1", "a/b", "0/0"):
         with pytest.raises(SystemExit):
             peer.main([*args, "--shard", bad])
