@@ -129,7 +129,11 @@ def _candidate_gains_node(hist, lam, n_valid, n_used, offset, j, out):  # pragma
     bins after them. One call per node, the features looped inside: a call per (node,
     feature) cost ten times the work of a binary feature; the node's histogram and
     output are indexed directly, without a view per feature (which cost six times a
-    binary feature's gains: 172 -> 27 us for 32 nodes x 123 binary features)."""
+    binary feature's gains: 172 -> 27 us for 32 nodes x 123 binary features).
+    :func:`~dpexp.trees.fused_levels.level_after_split` calls these kernels, and numba's
+    ``cache=True`` checks only the caller's own file: after changing them, delete the
+    cached ``fused_levels`` kernels (``dpexp/trees/__pycache__/fused_levels.*.nbi``,
+    ``*.nbc``), or the level loop keeps running the old code."""
     hj = hist[j]
     oj = out[j]
     nonempty = np.empty(hj.shape[1] + 1, dtype=np.int64)
