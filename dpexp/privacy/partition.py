@@ -103,30 +103,44 @@ class RecordIds:
         return RecordIds(np.atleast_1d(self.values[rows]))
 
 
+#: Rows hashed together by :func:`_hash_rows`: their chains are independent, so the
+#: compiled loop runs them side by side in vector lanes instead of one serial chain per
+#: row (latency-bound: 16 ms for adult's 26,048 x 123, 3.5 ms at 32 lanes); 32 rows of
+#: words of a 123-feature table (31 KiB) stay in the L1 cache.
+_ROW_LANES = 32
+
+
 @njit(cache=True, nogil=True)
-def _hash_rows(X: np.ndarray, labels: np.ndarray, out: np.ndarray) -> None:
+def _hash_rows(X: np.ndarray, bits: np.ndarray, labels: np.ndarray, out: np.ndarray) -> None:
     """``out[i]`` = hash of the canonical words of row ``X[i]`` then ``labels[i]``.
 
-    A chain of SplitMix64 rounds: each round is a bijection of the running state and of
-    the new word, seeded by the row length so rows of different widths differ.
+    A chain of SplitMix64 rounds per row: each round is a bijection of the running state
+    and of the new word, seeded by the row length so rows of different widths differ.
+    ``bits`` is ``X`` viewed as uint64. A block of :data:`_ROW_LANES` rows is first
+    turned into its canonical words, one column of the block per row, then its chains
+    advance one feature at a time together; each chain is the same as alone.
     """
     n, d = X.shape
-    fbuf = np.empty(1, dtype=np.float64)
-    ubuf = fbuf.view(np.uint64)  # the bits of fbuf[0]
     seed = mix64_scalar(np.uint64(d + 1) * GOLDEN)
-    for i in range(n):
-        h = seed
+    chains = np.empty(_ROW_LANES, dtype=np.uint64)
+    words = np.empty((d, _ROW_LANES), dtype=np.uint64)
+    for start in range(0, n, _ROW_LANES):
+        m = min(_ROW_LANES, n - start)
+        for k in range(m):
+            chains[k] = seed
+            for j in range(d):
+                v = X[start + k, j]
+                w = bits[start + k, j]
+                if v != v:
+                    w = _NAN_BITS
+                elif v == 0.0:  # -0.0 == 0.0: one record, one id
+                    w = np.uint64(0)
+                words[j, k] = w
         for j in range(d):
-            v = X[i, j]
-            if v != v:
-                w = _NAN_BITS
-            elif v == 0.0:  # -0.0 == 0.0: one record, one id
-                w = np.uint64(0)
-            else:
-                fbuf[0] = v
-                w = ubuf[0]
-            h = mix64_scalar(h ^ w) + GOLDEN
-        out[i] = mix64_scalar(h ^ labels[i])
+            for k in range(m):
+                chains[k] = mix64_scalar(chains[k] ^ words[j, k]) + GOLDEN
+        for k in range(m):
+            out[start + k] = mix64_scalar(chains[k] ^ labels[start + k])
 
 
 def _float_words(values: np.ndarray) -> np.ndarray:
@@ -193,7 +207,7 @@ def record_ids(X: Any, y: Any = None) -> RecordIds:
     start = 0
     for block in blocks:
         stop = start + block.shape[0]
-        _hash_rows(block, labels[start:stop], out[start:stop])
+        _hash_rows(block, block.view(np.uint64), labels[start:stop], out[start:stop])
         start = stop
     return RecordIds(out)
 

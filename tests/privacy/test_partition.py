@@ -180,6 +180,43 @@ def test_compiled_hash_matches_its_specification():
     assert np.array_equal(mix64(x), np.array([mix64_scalar(v) for v in x], dtype=np.uint64))
 
 
+def _columnwise_ids(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The ids of :func:`record_ids` the plain way: every row's chain advanced one column
+    at a time with numpy (no row blocks, no compiled kernel); ``labels`` as words."""
+    with np.errstate(over="ignore"):
+        words = np.array(X, dtype=np.float64)
+        nan = np.isnan(words)
+        words[words == 0.0] = 0.0
+        words = words.view(np.uint64)
+        words[nan] = np.uint64(0x7FF8000000000000)
+        h = np.full(X.shape[0], mix64(np.array([(X.shape[1] + 1) * GOLDEN & MASK],
+                                               dtype=np.uint64))[0])
+        for j in range(X.shape[1]):
+            h = mix64(h ^ words[:, j]) + np.uint64(GOLDEN)
+        return mix64(h ^ labels)
+
+
+_SPECIALS = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 5e-324, -5e-324,
+                      np.array([0x7FF4000000000001], dtype=np.uint64).view(np.float64)[0]])
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 95, 500])
+@pytest.mark.parametrize("d", [0, 1, 7, 123])
+def test_row_blocks_hash_as_one_chain_per_row(n, d):
+    # the kernel hashes a block of rows at once; each id must be its own row's chain
+    rng = np.random.default_rng(n * 1000 + d)
+    X = rng.normal(size=(n, d))
+    special = rng.random((n, d)) < 0.3
+    X[special] = rng.choice(_SPECIALS, int(special.sum()))
+    y = rng.choice([0.0, 1.0, 2.5], n)
+    labels = y.view(np.uint64)
+    assert np.array_equal(record_ids(X, y).values, _columnwise_ids(X, labels))
+    sparse = sp.random(n, d, density=0.2, format="csr", random_state=n + d)
+    sparse.data[::3] = rng.choice(_SPECIALS, sparse.data[::3].size)
+    assert np.array_equal(record_ids(sparse, y).values,
+                          _columnwise_ids(sparse.toarray(), labels))
+
+
 def test_position_blocks_would_fail_the_stability_check():
     # the property above is a real test: position blocks violate it
     a = position_blocks(np.zeros((6, 2)), np.random.default_rng(0), 1)[0]

@@ -56,13 +56,16 @@ def test_candidate_gains_equal_split_gains_bit_for_bit(rows_per_node, k):
         assert np.array_equal(got.view(np.int64), ref.view(np.int64))  # every bit
 
 
-def test_candidate_gains_negative_zero_and_cancelling_sums():
+@pytest.mark.parametrize("width", [6, 40])  # a short scan, and the wide one (> 16 bins)
+@pytest.mark.parametrize("n_valid", [5, 39])
+def test_candidate_gains_negative_zero_and_cancelling_sums(width, n_valid):
     # bins of -0.0 and a bin whose gradients cancel to exactly 0 (rows present)
-    hist = np.zeros((1, 1, 6, 2))
-    hist[0, 0, :, 0] = [-0.0, 0.5, -0.0, -0.5, 0.0, 0.25]
-    hist[0, 0, :, 1] = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    hist = np.zeros((1, 1, width, 2))
+    hist[0, 0, :6, 0] = [-0.0, 0.5, -0.0, -0.5, 0.0, 0.25]
+    hist[0, 0, :6, 1] = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     hist[0, 0, 4] = [0.0, 2.0]  # two rows whose gradients sum to 0
-    n_valid = np.array([5])
+    hist[0, 0, width - 1] = [-0.75, 3.0]  # the last bin: past the candidates when n_valid = 5
+    n_valid = np.array([min(n_valid, width - 1)])
     ref = _padded_at_candidates(hist, 0.1, n_valid)
     got = candidate_gains(hist, 0.1, n_valid)
     assert np.array_equal(got.view(np.int64), ref.view(np.int64))
