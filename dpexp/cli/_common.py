@@ -196,6 +196,19 @@ def parse_epsilons(value: str | None) -> list[float] | None:
     return eps
 
 
+def start_optional_probes() -> None:
+    """Start the import probes of every registered algorithm's optional packages, all at
+    once and in the background (:func:`dpexp.optional_packages.start_probes`): ``list``,
+    ``plan`` and ``report`` count what this machine can run, which asks about each of
+    them, so on a fresh machine the probes cost about the slowest import, overlapped with
+    the command's own work, instead of their sum one after another (issue 43)."""
+    # lazy: the registry reads the papers' manifests, which `dpexp --help` does not need
+    from dpexp.optional_packages import start_probes
+    from dpexp.registry import all_algorithms
+
+    start_probes(p for a in all_algorithms().values() for p in a.requires)
+
+
 def dirs(results_dir: Path | None, figures_dir: Path | None) -> tuple[Path, Path]:
     """The results and figures directories, defaulting to the project's."""
 

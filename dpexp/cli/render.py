@@ -24,6 +24,7 @@ from dpexp.cli._common import (
     filters,
     guarded,
     out,
+    start_optional_probes,
 )
 
 
@@ -100,6 +101,7 @@ def report(
     from dpexp.render.report import write_report
 
     rdir, fdir = dirs(results_dir, figures_dir)
+    start_optional_probes()
     started = time.monotonic()
 
     def step(i: int, n: int, exp: str) -> None:

@@ -27,6 +27,7 @@ from dpexp.cli._common import (
     out,
     parse_epsilons,
     parse_list,
+    start_optional_probes,
 )
 from dpexp.errors import DpexpError, UnknownNameError
 
@@ -216,6 +217,7 @@ def plan(
     if all_ == (experiment is not None):
         raise DpexpError("give either an EXPERIMENT or --all.")
     rdir, _ = dirs(results_dir, None)
+    start_optional_probes()
     algos, eps = parse_list(algorithms, "--algorithms"), parse_epsilons(epsilons)
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
     for spec in selected:
