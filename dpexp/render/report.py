@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from dpexp.experiments.cache import atomic_write_text
+from dpexp.experiments.cache import write_text_if_changed
 from dpexp.experiments.catalog import all_specs
 from dpexp.experiments.committed import SharedReads
 from dpexp.experiments.completion import Availability
@@ -49,7 +49,7 @@ from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
 from dpexp.experiments.stale import NUMBER_CHANGES
 from dpexp.render.audit_summary import audit_summary_block
 from dpexp.render.html import Block, markdown_of, page
-from dpexp.render.leaderboard_section import leaderboard_extras
+from dpexp.render.leaderboard_section import is_leaderboard, leaderboard_extras
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.provenance import report_environment
 from dpexp.render.section import Section, build_section, judge_sections
@@ -182,7 +182,8 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
     for i, s in enumerate(specs):
         if progress is not None:
             progress(i, len(specs), s.id)
-        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared))
+        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared,
+                                      keep_rows=is_leaderboard(s)))
     judge_sections(sections)
     env = report_environment(results_dir)
     env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"
@@ -191,9 +192,9 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
                            leaderboard_extras(sections, results_dir, figures_dir))
     tag = "-smoke" if scale == "smoke" else ""
     md_path = Path(results_dir) / f"REPORT{tag}.md"
-    atomic_write_text(md_path, markdown_of(blocks))
+    write_text_if_changed(md_path, markdown_of(blocks))
     html_path = Path(results_dir) / f"report{tag}.html"
-    atomic_write_text(html_path, page(blocks, results_dir, "dpexp reproduction report"))
-    atomic_write_text(Path(results_dir) / f"summary{tag}.json",
+    write_text_if_changed(html_path, page(blocks, results_dir, "dpexp reproduction report"))
+    write_text_if_changed(Path(results_dir) / f"summary{tag}.json",
                       json.dumps(summary_rows(sections), indent=1) + "\n")
     return md_path, html_path
