@@ -217,9 +217,9 @@ def plan(
     if all_ == (experiment is not None):
         raise DpexpError("give either an EXPERIMENT or --all.")
     rdir, _ = dirs(results_dir, None)
-    start_optional_probes()
     algos, eps = parse_list(algorithms, "--algorithms"), parse_epsilons(epsilons)
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
+    start_optional_probes(selected)
     for spec in selected:
         check_grid_size(spec, yes)
         skipped_tasks = unsupported_notes(spec)
