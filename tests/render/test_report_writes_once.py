@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
+from importlib import metadata
 
 import pandas as pd
 import pytest
@@ -84,3 +87,17 @@ def test_a_report_asks_the_registry_once_a_dataset_whether_it_pays(monkeypatch):
     res = cached_results(spec, "paper", project_root() / "results", current_only=True)
     assert res.n_cells > len(set(asked)) > 0
     assert sorted(asked) == sorted(set(asked))
+
+
+def test_the_report_module_loads_no_scikit_learn():
+    # the environment appendix reads scikit-learn's version from its metadata (a report
+    # fits nothing; importing it cost ~0.6 s a report)
+    code = ("import sys, dpexp.render.report, dpexp.render.provenance as p\n"
+            "print('sklearn' in sys.modules, p.report_environment(p.project_root())"
+            "['numpy / scipy / scikit-learn / pandas'])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=project_root(), env={**os.environ, "PYTHONPATH": str(project_root())})
+    assert res.returncode == 0, res.stderr
+    loaded, versions = res.stdout.strip().split(" ", 1)
+    assert loaded == "False"
+    assert versions.split(" / ")[2] == metadata.version("scikit-learn")
