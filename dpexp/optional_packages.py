@@ -41,7 +41,7 @@ from typing import Any
 from dpexp.errors import DpexpError
 from dpexp.paths import data_dir
 
-__all__ = ["PROBE_FILE", "import_failure", "probe_file", "start_probes"]
+__all__ = ["PROBE_FILE", "finish_probes", "import_failure", "probe_file", "start_probes"]
 
 #: The probe cache's file name in the data directory.
 PROBE_FILE = "optional-imports.json"
@@ -107,6 +107,14 @@ def start_probes(packages: Iterable[str]) -> None:
         key = json.dumps(_probe_key(package, spec), sort_keys=True)
         if key not in known.get(package, {}):
             _RUNNING[package] = (key, _start(package))
+
+
+def finish_probes() -> None:
+    """Collect (and cache) the answer of every probe :func:`start_probes` started: before
+    this process forks workers, which would otherwise share a probe's pipes and ask it
+    again each (``dpexp report`` builds its sections in forked processes)."""
+    for package in list(_RUNNING):
+        import_failure(package)
 
 
 def _find(package: str) -> tuple[importlib.machinery.ModuleSpec | None, str | None]:
