@@ -16,10 +16,16 @@ scikit-learn and scipy (~0.8 s), which ``dpexp list`` must not pay to show its c
    there renames a ``*.dist-info`` folder, which changes the folder's mtime), and the
    installed versions of the package and of scikit-learn (``importlib.metadata``). A key
    that no longer matches tries the import again: a stale entry is never used.
+
+A command that will ask about several packages starts their probes first, all at once and
+in the background (:func:`start_probes`): a cold cache then costs about the slowest import
+(lightgbm, ~1-3 s) while the command does its own work, not the sum of them one after
+another (issue 43: ``dpexp list`` on a fresh machine).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.metadata
 import importlib.util
@@ -28,13 +34,14 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dpexp.errors import DpexpError
 from dpexp.paths import data_dir
 
-__all__ = ["PROBE_FILE", "import_failure", "probe_file"]
+__all__ = ["PROBE_FILE", "finish_probes", "import_failure", "probe_file", "start_probes"]
 
 #: The probe cache's file name in the data directory.
 PROBE_FILE = "optional-imports.json"
@@ -64,20 +71,75 @@ def import_failure(package: str) -> str | None:
     docstring: only a cold cache imports it, and then in a child interpreter)."""
     if sys.modules.get(package) is not None:  # None: an import blocked on purpose
         return None
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError) as exc:  # a dotted name whose parent fails
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    spec, failure = _find(package)
     if spec is None:
-        return f"ModuleNotFoundError: No module named {package!r}"
+        return failure
     key = json.dumps(_probe_key(package, spec), sort_keys=True)
     known = _read_probes().get(package, {})
     if key in known:
         return known[key]
-    failure, cacheable = _probe(package)
+    started = _RUNNING.pop(package, None)
+    if started is not None and started[0] != key:  # the install changed since it started
+        _stop(started[1])
+        started = None
+    failure, cacheable = _finish(package, started[1] if started is not None else _start(package))
     if cacheable:
         _remember(package, key, failure)
     return failure
+
+
+#: Probes started ahead of the question (:func:`start_probes`): package -> (the probe key
+#: when started, the child interpreter or why it could not start).
+_RUNNING: dict[str, tuple[str, subprocess.Popen[str] | str]] = {}
+
+
+def start_probes(packages: Iterable[str]) -> None:
+    """Start the child interpreters of those ``packages`` whose answer is not cached yet,
+    all at once, without waiting for them (module docstring): :func:`import_failure`
+    collects each answer when asked. A probe never asked for is stopped at exit."""
+    known = _read_probes()
+    for package in dict.fromkeys(packages):
+        if package in _RUNNING or sys.modules.get(package) is not None:
+            continue
+        spec, _ = _find(package)
+        if spec is None:
+            continue
+        key = json.dumps(_probe_key(package, spec), sort_keys=True)
+        if key not in known.get(package, {}):
+            _RUNNING[package] = (key, _start(package))
+
+
+def finish_probes() -> None:
+    """Collect (and cache) the answer of every probe :func:`start_probes` started: before
+    this process forks workers, which would otherwise share a probe's pipes and ask it
+    again each (``dpexp report`` builds its sections in forked processes)."""
+    for package in list(_RUNNING):
+        import_failure(package)
+
+
+def _find(package: str) -> tuple[importlib.machinery.ModuleSpec | None, str | None]:
+    """(the module's spec, None), or (None, why it is missing) when no import can find it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError) as exc:  # a dotted name whose parent fails
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if spec is None:
+        return None, f"ModuleNotFoundError: No module named {package!r}"
+    return spec, None
+
+
+@atexit.register
+def _stop_unasked() -> None:
+    """Stop the probes nobody asked about (a command that failed before its questions)."""
+    while _RUNNING:
+        _stop(_RUNNING.popitem()[1][1])
+
+
+def _stop(child: subprocess.Popen[str] | str) -> None:
+    if isinstance(child, subprocess.Popen):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            child.kill()
+            child.communicate(timeout=PROBE_TIMEOUT)
 
 
 def probe_file() -> Path | None:
@@ -120,27 +182,37 @@ def _probe_key(package: str, spec: importlib.machinery.ModuleSpec) -> dict[str, 
     }
 
 
-def _probe(package: str) -> tuple[str | None, bool]:
-    """(failure or None, whether the outcome may be cached): ``package`` imported in a
-    child interpreter with this one's ``sys.path``. A child that crashes (a segfaulting
-    extension) reports no outcome: the package counts as missing, with its exit code."""
+def _start(package: str) -> subprocess.Popen[str] | str:
+    """The child interpreter importing ``package`` with this one's ``sys.path`` (started,
+    not waited for), or why it cannot start."""
     try:
-        res = subprocess.run([sys.executable, "-c", _PROBE, package, json.dumps(sys.path)],
-                             capture_output=True, text=True, timeout=PROBE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return f"TimeoutExpired: importing {package} took over {PROBE_TIMEOUT} s", False
+        return subprocess.Popen([sys.executable, "-c", _PROBE, package, json.dumps(sys.path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as exc:
-        return f"OSError: cannot start {sys.executable} to import {package} ({exc})", False
-    lines = res.stdout.strip().splitlines()
-    if res.returncode == 0 and lines:
+        return f"OSError: cannot start {sys.executable} to import {package} ({exc})"
+
+
+def _finish(package: str, child: subprocess.Popen[str] | str) -> tuple[str | None, bool]:
+    """(failure or None, whether the outcome may be cached) of the probe ``child`` (from
+    :func:`_start`). A child that crashes (a segfaulting extension) reports no outcome:
+    the package counts as missing, with its exit code."""
+    if isinstance(child, str):  # it could not start
+        return child, False
+    try:
+        stdout, stderr = child.communicate(timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        _stop(child)
+        return f"TimeoutExpired: importing {package} took over {PROBE_TIMEOUT} s", False
+    lines = stdout.strip().splitlines()
+    if child.returncode == 0 and lines:
         try:
             outcome = json.loads(lines[-1])
         except ValueError:
             outcome = ""
         if outcome is None or (isinstance(outcome, str) and outcome):
             return outcome, True
-    last = (res.stderr.strip().splitlines() or [""])[-1]
-    return f"ImportError: importing {package} ended with exit code {res.returncode} {last}".rstrip(), True
+    last = (stderr.strip().splitlines() or [""])[-1]
+    return f"ImportError: importing {package} ended with exit code {child.returncode} {last}".rstrip(), True
 
 
 def _read_probes() -> dict[str, dict[str, str | None]]:

@@ -45,6 +45,15 @@ def data_dir() -> Path:
     return Path(pooch.os_cache("dpexp"))
 
 
+def mirror_setting(mirror: str | os.PathLike | None = None) -> str | None:
+    """The mirror to use (a folder or an http(s) base URL): ``mirror`` or
+    ``$DPEXP_DATA_MIRROR``; a ``Path`` is accepted as well as a string. Here, not in
+    :mod:`dpexp.datasets.download`, so that asking which datasets a machine has
+    (``dpexp list``) loads no parser (pandas)."""
+    value = mirror if mirror is not None else os.environ.get("DPEXP_DATA_MIRROR")
+    return os.fspath(value) if value else None
+
+
 def default_results_dir() -> Path:
     return project_root() / "results"
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from dpexp import optional_packages
-from dpexp.optional_packages import import_failure, probe_file
+from dpexp.optional_packages import import_failure, probe_file, start_probes
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_a_cached_answer_starts_no_interpreter(probes, monkeypatch):
     def no_child(*args, **kwargs):
         raise AssertionError("probed again despite a matching cache entry")
 
-    monkeypatch.setattr(optional_packages.subprocess, "run", no_child)
+    monkeypatch.setattr(optional_packages.subprocess, "Popen", no_child)
     assert import_failure("dpexp_probe_broken2") == "ImportError: broken"
 
 
@@ -87,7 +87,7 @@ def test_a_package_imported_here_is_available_without_a_probe(probes, monkeypatc
     def no_child(*args, **kwargs):
         raise AssertionError("probed a package this process has imported")
 
-    monkeypatch.setattr(optional_packages.subprocess, "run", no_child)
+    monkeypatch.setattr(optional_packages.subprocess, "Popen", no_child)
     assert import_failure("json") is None
     monkeypatch.setitem(sys.modules, "dpexp_probe_blocked", None)  # an import blocked on purpose
     assert import_failure("dpexp_probe_blocked").startswith("ModuleNotFoundError")
@@ -102,3 +102,37 @@ def test_the_probe_agrees_with_a_real_import(probes, package):
         assert why is not None
     else:
         assert why is None
+
+
+def test_probes_started_ahead_run_together_and_answer_the_questions(probes, monkeypatch):
+    (probes / "dpexp_probe_early_a.py").write_text("VALUE = 1\n")
+    (probes / "dpexp_probe_early_b.py").write_text("raise ImportError('b is broken')\n")
+    (probes / "dpexp_probe_early_c.py").write_text("VALUE = 3\n")
+    assert import_failure("dpexp_probe_early_c") is None  # cached before: not started again
+    started = []
+    real_popen = optional_packages.subprocess.Popen
+
+    def counted(args, **kwargs):
+        started.append(args[3])
+        return real_popen(args, **kwargs)
+
+    monkeypatch.setattr(optional_packages.subprocess, "Popen", counted)
+    start_probes(["dpexp_probe_early_a", "dpexp_probe_early_b", "dpexp_probe_early_c",
+                  "dpexp_probe_absent_too", "dpexp_probe_early_a"])
+    # both children run before any answer is asked for (not one after the other)
+    assert started == ["dpexp_probe_early_a", "dpexp_probe_early_b"]
+    assert import_failure("dpexp_probe_early_b") == "ImportError: b is broken"
+    assert import_failure("dpexp_probe_early_a") is None
+    assert import_failure("dpexp_probe_early_c") is None
+    assert started == ["dpexp_probe_early_a", "dpexp_probe_early_b"]  # no second child
+    assert not optional_packages._RUNNING
+    cached = json.loads(probe_file().read_text())
+    assert list(cached["dpexp_probe_early_b"].values()) == ["ImportError: b is broken"]
+
+
+def test_a_probe_started_before_the_install_changed_is_not_its_answer(probes):
+    module = probes / "dpexp_probe_changed.py"
+    _write(module, "raise ImportError('before')\n", 1_000_000_000_000_000_000)
+    start_probes(["dpexp_probe_changed"])
+    _write(module, "VALUE = 1\n", 1_100_000_000_000_000_000)  # upgraded meanwhile
+    assert import_failure("dpexp_probe_changed") is None

@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -194,6 +194,22 @@ def parse_epsilons(value: str | None) -> list[float] | None:
             raise DpexpError(f"--epsilons: epsilon must be a finite number > 0, got {v!r}.")
         eps.append(f)
     return eps
+
+
+def start_optional_probes(specs: Iterable[Any] | None = None) -> None:
+    """Start the import probes of the optional packages of ``specs``' algorithms (default:
+    every registered algorithm's), all at once and in the background
+    (:func:`dpexp.optional_packages.start_probes`): ``list``, ``plan`` and ``report`` count
+    what this machine can run, which asks about each of them, so on a fresh machine the
+    probes cost about the slowest import, overlapped with the command's own work, instead
+    of their sum one after another (issue 43)."""
+    # lazy: the registry reads the papers' manifests, which `dpexp --help` does not need
+    from dpexp.optional_packages import start_probes
+    from dpexp.registry import all_algorithms
+
+    names = None if specs is None else {a.name for s in specs for a in s.algorithms if a.name}
+    start_probes(p for name, info in all_algorithms().items() if names is None or name in names
+                 for p in info.requires)
 
 
 def dirs(results_dir: Path | None, figures_dir: Path | None) -> tuple[Path, Path]:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dpexp.cli._common import ResultsDir, dirs, err, guarded, out
+from dpexp.cli._common import ResultsDir, dirs, err, guarded, out, start_optional_probes
 from dpexp.errors import SpecError, UnknownNameError
 
 
@@ -59,6 +59,7 @@ def list_experiments(
     from dpexp.experiments.completion import COMPLETION_HEADER, Availability
 
     rdir, _ = dirs(results_dir, None)
+    start_optional_probes()
     catalog = load_catalog()
     available = Availability()
     rows = []

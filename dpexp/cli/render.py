@@ -24,6 +24,7 @@ from dpexp.cli._common import (
     filters,
     guarded,
     out,
+    start_optional_probes,
 )
 
 
@@ -97,15 +98,16 @@ def report(
     """Write results/REPORT.md and results/report.html (REPORT-smoke.md / report-smoke.html
     with --scale smoke) from the cache and the committed results (no recomputation)."""
     # lazy: dpexp.experiments and dpexp.render import pandas, scipy, matplotlib: `dpexp --help` stays fast
-    from dpexp.render.report import write_report
+    from dpexp.render.report import report_workers, write_report
 
     rdir, fdir = dirs(results_dir, figures_dir)
+    start_optional_probes()
     started = time.monotonic()
 
     def step(i: int, n: int, exp: str) -> None:
         err.print(f"[{i + 1}/{n}] {exp} ({time.monotonic() - started:.0f} s)", highlight=False)
 
-    md, html_path = write_report(rdir, fdir, scale, progress=step)
+    md, html_path = write_report(rdir, fdir, scale, progress=step, workers=report_workers())
     summary = md.with_name(md.name.replace("REPORT", "summary")).with_suffix(".json")
     figures = sorted(p for p in Path(fdir).glob("*/*.png") if p.stat().st_mtime >= _wall_start(started))
     for f in (md, html_path, summary):

@@ -27,6 +27,7 @@ from dpexp.cli._common import (
     out,
     parse_epsilons,
     parse_list,
+    start_optional_probes,
 )
 from dpexp.errors import DpexpError, UnknownNameError
 
@@ -218,6 +219,7 @@ def plan(
     rdir, _ = dirs(results_dir, None)
     algos, eps = parse_list(algorithms, "--algorithms"), parse_epsilons(epsilons)
     selected, skipped = _plan_specs(experiment, scale, dataset or None, algos, eps)
+    start_optional_probes(selected)
     for spec in selected:
         check_grid_size(spec, yes)
         skipped_tasks = unsupported_notes(spec)

@@ -14,7 +14,6 @@ one-line :class:`~dpexp.errors.DatasetError`, and nothing is recorded.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -25,7 +24,7 @@ from dpexp.datasets.parsed import check_shape
 from dpexp.datasets.parsers import PARSERS
 from dpexp.datasets.registry import DatasetInfo, FileInfo
 from dpexp.errors import DatasetError, DatasetUnavailableError
-from dpexp.paths import data_dir
+from dpexp.paths import data_dir, mirror_setting
 
 
 def sha256_of(path: Path) -> str:
@@ -34,13 +33,6 @@ def sha256_of(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def mirror_setting(mirror: str | os.PathLike | None = None) -> str | None:
-    """The mirror to use (a folder or an http(s) base URL): ``mirror`` or
-    ``$DPEXP_DATA_MIRROR``; a ``Path`` is accepted as well as a string."""
-    value = mirror if mirror is not None else os.environ.get("DPEXP_DATA_MIRROR")
-    return os.fspath(value) if value else None
 
 
 class _RichBar:

@@ -25,22 +25,24 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpexp.experiments import cache
 from dpexp.experiments.cells import (
     Cell,
-    canonical_json,
+    canonical_params,
     content_fields,
     content_key,
     expand,
     format_epsilon,
+    view_key_text,
 )
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "VIEW_PREFIX", "SharedReads", "adopt_committed", "cached_view_prefixes", "committed_digests", "committed_payloads", "index_path",
@@ -182,18 +184,14 @@ def cached_view_prefixes(spec: ExperimentSpec, scale: str, results_dir: Path) ->
 def _key(values: dict[str, Any]) -> str:
     """The row key of a result row: :attr:`Cell.view_key` of its cell (where it is shown;
     unique within a results table)."""
-    eps = float(values["epsilon"])
-    named = {
-        "experiment": values["experiment"], "scale": values["scale"],
-        "dataset": values["dataset"], "algorithm": values["algorithm"],
-        "label": values["label"], "params": json.loads(values["params"]),
-        "epsilon": format_epsilon(eps), "fold": int(values["fold"]),
-        "repeat": int(values["repeat"]), "seed": int(values["seed"]),
-    }
+    params, params_json = canonical_params(values["params"])
     version = values.get("data_version")
-    if isinstance(version, str) and version:
-        named["data"] = version
-    return canonical_json(named)
+    return view_key_text(
+        experiment=values["experiment"], scale=values["scale"], dataset=values["dataset"],
+        algorithm=values["algorithm"], label=values["label"], params=params,
+        params_json=params_json, epsilon=format_epsilon(float(values["epsilon"])),
+        fold=int(values["fold"]), repeat=int(values["repeat"]), seed=int(values["seed"]),
+        data=version if isinstance(version, str) else "")
 
 
 def row_key(row: dict[str, Any]) -> str:
@@ -218,6 +216,9 @@ def _read_rows(path: Path | io.BytesIO, compression: str | None = "infer",
     the values :func:`_clean` gives (NaN -> None, numpy scalars -> Python), ``value`` a
     float and ``noise`` derived where the table lacks it (:func:`row_noise`).
     """
+    # lazy: pandas (~0.3 s) is for reading a table; counting cells from the indexes (`dpexp list`) reads none
+    import pandas as pd
+
     # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
     frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object},
                         low_memory=False, compression=compression)
@@ -240,6 +241,9 @@ def _read_rows(path: Path | io.BytesIO, compression: str | None = "infer",
 
 def _clean_column(column: pd.Series) -> list[Any]:
     """A column's values as :func:`_clean` gives them: Python scalars, None for NaN."""
+    # lazy: numpy comes with pandas, which only reading a table needs (see _read_rows)
+    import numpy as np
+
     values = column.tolist()  # numpy scalars -> Python (int, float, bool, str)
     if column.dtype.kind in "iub":  # no NaN in an integer or boolean column
         return values
@@ -276,6 +280,9 @@ def _cell_positions(frame: pd.DataFrame, rows: list[dict[str, Any]]):
     """(row key, row positions in table order) of every cell, cells in the order of their
     first row: rows are grouped by the key's columns, the key made from each group's first
     row (:func:`_key`), and groups whose keys coincide (params spelt two ways) merged."""
+    # lazy: numpy comes with pandas, which only reading a table needs (see _read_rows)
+    import numpy as np
+
     by = [c for c in (*CELL_COLUMNS, "data_version") if c in frame.columns]
     codes = frame.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
     order = np.argsort(codes, kind="stable")
@@ -432,5 +439,8 @@ def keep_committed_rows(frame: pd.DataFrame, results_dir: Path, experiment: str,
     extra = [row for key, rows in _read_rows(path).items() if key not in have for row in rows]
     if not extra:
         return frame
+    # lazy: pandas only where a table is read or written (see _read_rows)
+    import pandas as pd
+
     return pd.concat([frame, pd.DataFrame.from_records(extra, columns=frame.columns)],
                      ignore_index=True)

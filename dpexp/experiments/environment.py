@@ -11,10 +11,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dpexp.datasets import download
 from dpexp.datasets.registry import DatasetInfo, get_dataset_info
 from dpexp.errors import DpexpError
-from dpexp.paths import data_dir, project_root
+from dpexp.paths import data_dir, mirror_setting, project_root
 from dpexp.registry import package_unavailable
 
 
@@ -74,7 +73,7 @@ def dataset_available(name: str) -> bool:
     info = get_dataset_info(name)
     if files_present(info):
         return True
-    mirror = download.mirror_setting(None)
+    mirror = mirror_setting(None)
     if not mirror or "://" in str(mirror) or info.local_only is not None:
         return False
     return all((Path(mirror) / f.mirror_path).exists() for f in info.files if f.mirror_path)
@@ -95,4 +94,7 @@ def downloaded(name: str, info: DatasetInfo | None = None) -> bool:
     info = info or get_dataset_info(name)
     if info.parser == "synthetic":
         return True
+    # lazy: download imports the parsers (pandas), which counting what can run never needs
+    from dpexp.datasets import download
+
     return all(f["status"] in ("ok", "unverified") for f in download.checksum_status(info))

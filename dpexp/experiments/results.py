@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,13 +258,15 @@ def current_params(spec: ExperimentSpec) -> dict[str, set[str]]:
 
 
 def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
-             task: str | None = None, dataset: str | None = None) -> bool:
+             task: str | None = None, dataset: str | None = None,
+             pays: Callable[[str], bool] = pays_on_dataset) -> bool:
     """Whether a cached cell belongs to an earlier version of one of the spec's series: the
     label of a current series with parameters its grid no longer has (the spec's params or
     grid changed since). Other epsilons, datasets or seeds (override runs) are not stale,
     nor are cells under other labels (a peer's column written by ``bench/peers``). Given
     the cell's ``dataset``, a series that pays for undeclared domains keeps only its paid
-    cells there (a cell computed on the observed domain before ``dp_domains`` is stale)."""
+    cells there (a cell computed on the observed domain before ``dp_domains`` is stale).
+    ``pays``: :func:`pays_on_dataset`, or a caller's memo of it (it reads the registry)."""
     if label not in current:
         return False
     points = current[label]
@@ -272,7 +275,7 @@ def is_stale(label: Any, params_json: Any, current: dict[str, set[str]],
     paid_series = any(p.startswith(_PAID_POINT) for p in points)
     if dataset is None:
         forms += [_PAID_POINT + f for f in forms]
-    elif paid_series and pays_on_dataset(str(dataset)):
+    elif paid_series and pays(str(dataset)):
         forms = [_PAID_POINT + f for f in forms]
     return not any(f in points for f in forms)
 
@@ -332,6 +335,13 @@ def cached_results(
             return texts[id(params)][1]
 
         versions: dict[tuple[str, str], bool] = {}  # (dataset, version) -> another version?
+        paying: dict[str, bool] = {}  # a registry read per dataset, not per cell (issue 43)
+
+        def pays(dataset: str) -> bool:
+            if dataset not in paying:
+                paying[dataset] = pays_on_dataset(dataset)
+            return paying[dataset]
+
 
         def other_version(cell: dict) -> bool:
             at = (str(cell.get("dataset")), str(cell.get("data_version") or ""))
@@ -341,7 +351,7 @@ def cached_results(
 
         payloads = [p for p in payloads if not is_stale(
             p["cell"].get("label"), params_json(p["cell"].get("params") or {}), current,
-            task_of(p["cell"].get("dataset")), registry_name(p["cell"].get("dataset")))
+            task_of(p["cell"].get("dataset")), registry_name(p["cell"].get("dataset")), pays)
             and not other_version(p["cell"])]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.

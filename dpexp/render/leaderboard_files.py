@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpexp.experiments.cache import atomic_write_bytes, atomic_write_text
+from dpexp.experiments.cache import atomic_write_bytes, write_text_if_changed
 from dpexp.experiments.results import cached_results
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render import style
@@ -64,11 +64,15 @@ def metric_of_task(spec: ExperimentSpec) -> dict[str, str]:
 
 
 def write_leaderboard(spec: ExperimentSpec, scale: str, results_dir: Path, figures_dir: Path,
-                      epsilons: list[float] | None = None) -> LeaderboardFiles:
+                      epsilons: list[float] | None = None,
+                      frame: pd.DataFrame | None = None) -> LeaderboardFiles:
     """Compute every board of ``spec``'s cached results at ``scale`` and write
     ``results/ID/ID-ranks-SCALE.{csv,md}``, ``ID-price-of-privacy-SCALE.csv`` and one CD
-    diagram per tested board (``figures/ID/ID-cd-TASK-epsE-SCALE.png``)."""
-    frame = cached_results(spec, scale, results_dir, current_only=True).frame
+    diagram per tested board (``figures/ID/ID-cd-TASK-epsE-SCALE.png``). ``frame``: those
+    results (``cached_results(spec, scale, results_dir, current_only=True).frame``) when
+    the caller read them already (the report: once a report)."""
+    if frame is None:
+        frame = cached_results(spec, scale, results_dir, current_only=True).frame
     metrics = metric_of_task(spec)
     found = boards(frame, metrics, epsilons)
     # an entry's status on a board: over its rows of the board's task
@@ -79,9 +83,9 @@ def write_leaderboard(spec: ExperimentSpec, scale: str, results_dir: Path, figur
     price = price_of_privacy(frame, metrics)
     out = LeaderboardFiles(found, tables, status, price=price)
     ranks_csv = out_dir / f"{spec.id}-ranks-{scale}.csv"
-    atomic_write_text(ranks_csv, pd.concat(tables).to_csv(index=False) if tables else "")
+    write_text_if_changed(ranks_csv, pd.concat(tables).to_csv(index=False) if tables else "")
     price_csv = out_dir / f"{spec.id}-price-of-privacy-{scale}.csv"
-    atomic_write_text(price_csv, price.to_csv(index=False))
+    write_text_if_changed(price_csv, price.to_csv(index=False))
     out.files.extend([ranks_csv, price_csv])
     for board in found:
         if board.test.critical_difference is not None:
@@ -90,7 +94,7 @@ def write_leaderboard(spec: ExperimentSpec, scale: str, results_dir: Path, figur
             out.diagrams[(board.task, board.epsilon)] = path
             out.files.append(path)
     md = out_dir / f"{spec.id}-ranks-{scale}.md"
-    atomic_write_text(md, ranks_markdown(spec, scale, out))
+    write_text_if_changed(md, ranks_markdown(spec, scale, out))
     out.files.append(md)
     return out
 

@@ -65,7 +65,7 @@ def leaderboard_part(sec: Section, results_dir: Path, figures_dir: Path) -> Lead
         return LeaderboardPart(sec.spec, None)
     try:
         files = write_leaderboard(sec.spec.at_scale(sec.scale), sec.scale, Path(results_dir),
-                                  Path(figures_dir))
+                                  Path(figures_dir), frame=sec.cached_frame)
     except DpexpError as exc:  # e.g. autorank missing: the section says so, the report goes on
         return LeaderboardPart(sec.spec, sec.scale, problem=str(exc))
     return LeaderboardPart(sec.spec, sec.scale, files)

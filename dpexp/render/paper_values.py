@@ -132,6 +132,8 @@ def explanation_status(entry: dict | None) -> str:
 def _match_entries(agg: pd.DataFrame, spec: ExperimentSpec) -> list[int]:
     """Index of the first paper_values entry matching each row (-1: none)."""
     entries = spec.paper_values.get("values") or []
+    if not entries:  # nothing to match: no row made into a dict (issue 43)
+        return [-1] * len(agg)
     ds_display = {d.key: d.display for d in spec.datasets}
     return [next((k for k, e in enumerate(entries) if matches_entry(e, row, ds_display)), -1)
             for row in _rows(agg)]
@@ -232,8 +234,12 @@ def attach_paper_values(agg: pd.DataFrame, spec: ExperimentSpec, scale: str = "p
     ci = [mean_interval(float(m), float(s), int(k)) for m, s, k in zip(agg["mean"], agg["std"], agg["n"], strict=True)]
     agg["ci_low"] = pd.Series([c[0] for c in ci], index=ix, dtype=float)
     agg["ci_high"] = pd.Series([c[1] for c in ci], index=ix, dtype=float)
-    judged = [RowJudgement() if e is None else _judge_row(row, e, spec, scale)
-              for row, e in zip(_rows(agg), hit, strict=True)]
+    # only the rows with a paper value are made into dicts (the same values: a row subset
+    # keeps its columns' dtypes), most rows of a large artefact have none (issue 43)
+    with_entry = [i for i, e in enumerate(hit) if e is not None]
+    judgements = iter([_judge_row(row, hit[i], spec, scale)
+                       for row, i in zip(_rows(agg.iloc[with_entry]), with_entry, strict=True)])
+    judged = [RowJudgement() if e is None else next(judgements) for e in hit]
     agg["eq_low"] = pd.Series([j.eq_low for j in judged], index=ix, dtype=float)
     agg["eq_high"] = pd.Series([j.eq_high for j in judged], index=ix, dtype=float)
     agg["equivalent"] = pd.Series([j.equivalent for j in judged], index=ix, dtype=object)

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpexp.errors import DpexpError
-from dpexp.experiments.cache import atomic_write_text
+from dpexp.experiments.cache import write_text_if_changed
 from dpexp.experiments.results import cached_results
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.experiments.spec import ExperimentSpec
@@ -151,11 +151,11 @@ def _significance(spec: ExperimentSpec, frame: pd.DataFrame, scale: str, md_path
     metric = spec.significance.get("metric", "accuracy")
     table = wilcoxon_table(frame[frame["metric_kind"] != "diagnostic"], ref, metric)
     csv = base.parent / f"{base.name}-wilcoxon.csv"
-    atomic_write_text(csv, table.to_csv(index=False))
+    write_text_if_changed(csv, table.to_csv(index=False))
     text = wilcoxon_markdown(table, ref, metric)
     if scale == "smoke":
         text = f"**Significance ({SMOKE_LABEL}):** a pipeline check, too few pairs to test the paper's claim.\n\n{text}"
-    atomic_write_text(md_path, md_path.read_text() + "\n" + text + "\n")
+    write_text_if_changed(md_path, md_path.read_text() + "\n" + text + "\n")
     return [csv]
 
 

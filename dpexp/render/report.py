@@ -36,20 +36,26 @@ This module assembles the page and writes the three files; the pieces live in
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from dpexp.experiments.cache import atomic_write_text
+from dpexp.experiments.cache import write_text_if_changed
 from dpexp.experiments.catalog import all_specs
-from dpexp.experiments.committed import SharedReads
+from dpexp.experiments.committed import SharedReads, table_path
 from dpexp.experiments.completion import Availability
 from dpexp.experiments.noise import NO_NOISE, SEEDED_NOISE
+from dpexp.experiments.spec import ExperimentSpec
 from dpexp.experiments.stale import NUMBER_CHANGES
+from dpexp.optional_packages import finish_probes
 from dpexp.render.audit_summary import audit_summary_block
 from dpexp.render.html import Block, markdown_of, page
-from dpexp.render.leaderboard_section import leaderboard_extras
+from dpexp.render.leaderboard_section import is_leaderboard, leaderboard_extras
 from dpexp.render.markup import SMOKE_LABEL, md_code, md_escape
 from dpexp.render.provenance import report_environment
 from dpexp.render.section import Section, build_section, judge_sections
@@ -170,19 +176,15 @@ def _natural(text: str) -> list:
 
 
 def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
-                 progress: Callable[[int, int, str], None] | None = None) -> tuple[Path, Path]:
+                 progress: Callable[[int, int, str], None] | None = None,
+                 workers: int = 1) -> tuple[Path, Path]:
     """REPORT.md, report.html and summary.json (``-smoke`` suffixed with ``scale="smoke"``,
     so a smoke report never overwrites the committed paper-scale one). ``progress(i, n,
-    id)`` is called before each of the n experiments is rendered."""
-    available = Availability()
+    id)`` is called before each of the n experiments is rendered (with ``workers`` > 1, as
+    each is built). ``workers``: processes building the sections
+    (:func:`report_workers`); the files are the same, byte for byte, whatever their number."""
     specs = sorted(all_specs().values(), key=lambda s: _natural(s.id))
-    # a table shown by several artefacts (cells_from) is read once for them all
-    shared = SharedReads(uses=dict(Counter(s.cells_id for s in specs)))
-    sections = []
-    for i, s in enumerate(specs):
-        if progress is not None:
-            progress(i, len(specs), s.id)
-        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared))
+    sections = _build_sections(specs, results_dir, figures_dir, scale, progress, workers)
     judge_sections(sections)
     env = report_environment(results_dir)
     env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"
@@ -191,9 +193,72 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
                            leaderboard_extras(sections, results_dir, figures_dir))
     tag = "-smoke" if scale == "smoke" else ""
     md_path = Path(results_dir) / f"REPORT{tag}.md"
-    atomic_write_text(md_path, markdown_of(blocks))
+    write_text_if_changed(md_path, markdown_of(blocks))
     html_path = Path(results_dir) / f"report{tag}.html"
-    atomic_write_text(html_path, page(blocks, results_dir, "dpexp reproduction report"))
-    atomic_write_text(Path(results_dir) / f"summary{tag}.json",
+    write_text_if_changed(html_path, page(blocks, results_dir, "dpexp reproduction report"))
+    write_text_if_changed(Path(results_dir) / f"summary{tag}.json",
                       json.dumps(summary_rows(sections), indent=1) + "\n")
     return md_path, html_path
+
+
+def report_workers() -> int:
+    """Processes ``dpexp report`` builds its sections in: the cores this process may use,
+    at most 2 (issue 43: a fresh clone's report read and rendered 57 artefacts one after
+    another on one core), 1 where processes cannot be forked (they inherit the loaded
+    modules instead of importing them again)."""
+    if "fork" not in multiprocessing.get_all_start_methods() or sys.platform == "darwin":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(2, cores or 1))
+
+
+def _build_sections(specs: list[ExperimentSpec], results_dir: Path, figures_dir: Path,
+                    scale: str | None, progress: Callable[[int, int, str], None] | None,
+                    workers: int) -> list[Section]:
+    """Every spec's section, in the order of ``specs``. The specs showing one experiment's
+    cells (``cells_from``) are built together, that table read once for them
+    (:class:`SharedReads`); with ``workers`` > 1, such groups go to forked processes,
+    the largest committed tables first."""
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(specs):
+        groups.setdefault(s.cells_id, []).append(i)
+    if workers < 2 or len(groups) < 2:
+        return _build_group(specs, results_dir, figures_dir, scale, progress, len(specs))
+    sections: list[Section | None] = [None] * len(specs)
+    biggest_first = sorted(groups.values(), key=lambda idx: -_table_bytes(specs[idx[0]], results_dir))
+    finish_probes()  # the workers must not share a running probe's pipes
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = {pool.submit(_build_group, [specs[i] for i in idx], results_dir, figures_dir,
+                               scale, None, len(specs)): idx for idx in biggest_first}
+        finished = 0
+        for done in as_completed(futures):
+            for i, sec in zip(futures[done], done.result(), strict=True):
+                sections[i] = sec
+                if progress is not None:  # as each is built (not before: they run together)
+                    progress(finished, len(specs), specs[i].id)
+                finished += 1
+    return [s for s in sections if s is not None]
+
+
+def _table_bytes(spec: ExperimentSpec, results_dir: Path) -> int:
+    """The size of the committed table of ``spec``'s cells (0 when there is none)."""
+    try:
+        return table_path(results_dir, spec.cells_id, "paper").stat().st_size
+    except OSError:
+        return 0
+
+
+def _build_group(specs: list[ExperimentSpec], results_dir: Path, figures_dir: Path,
+                 scale: str | None, progress: Callable[[int, int, str], None] | None,
+                 total: int) -> list[Section]:
+    """The sections of ``specs``, one after another; a table shown by several artefacts
+    (``cells_from``) is read once for them all."""
+    available = Availability()
+    shared = SharedReads(uses=dict(Counter(s.cells_id for s in specs)))
+    sections = []
+    for i, s in enumerate(specs):
+        if progress is not None:
+            progress(i, total, s.id)
+        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared,
+                                      keep_rows=is_leaderboard(s)))
+    return sections

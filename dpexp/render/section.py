@@ -68,6 +68,9 @@ class Section:
     stale: str = ""  # the one line that says so ("" when none)
     not_dp_cells: int = 0  # budgeted cells without a DP guarantee (the caveats' summary)
     not_dp_kinds: list[str] = field(default_factory=list)  # why, in a few words each
+    #: the rows as read (``build_section(keep_rows=True)``: a leaderboard's ranks are
+    #: computed from them, so its table is read once a report)
+    cached_frame: pd.DataFrame | None = None
 
     @property
     def n_done(self) -> int:
@@ -87,9 +90,10 @@ def _names(datasets: list[DatasetRef]) -> list[str]:
 
 def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, scale: str | None,
                   available: Availability | None = None,
-                  shared: SharedReads | None = None) -> Section:
+                  shared: SharedReads | None = None, *, keep_rows: bool = False) -> Section:
     """Render ``spec`` at the best cached scale and collect what the report shows of it
-    (``shared``: the report's committed tables read by several specs, read once)."""
+    (``shared``: the report's committed tables read by several specs, read once;
+    ``keep_rows``: the rows read kept in :attr:`Section.cached_frame`)."""
     available = available or Availability()
     problem = ""
     for s in _scales(results_dir, spec, scale):
@@ -105,6 +109,8 @@ def build_section(spec: ExperimentSpec, results_dir: Path, figures_dir: Path, sc
             problem = str(exc)
             break
         sec = _section(spec, s, rendered)
+        if keep_rows:
+            sec.cached_frame = res.frame
         # cells of the spec's grid only: a peer's column or an override run is shown but
         # is neither done nor to do
         grid = res.grid  # the grid of res.seeds (no filter here), keys already made

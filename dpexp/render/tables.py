@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpexp.experiments.cache import atomic_write_text
+from dpexp.experiments.cache import write_text_if_changed
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.render.frame import RenderContext, param_values, row_param
 from dpexp.render.markup import SMOKE_LABEL, md_escape
@@ -246,9 +246,9 @@ def render_table(spec: ExperimentSpec, agg: pd.DataFrame, out_base: Path, ctx: R
     out_base.parent.mkdir(parents=True, exist_ok=True)
     # Not with_suffix: a filter tag may contain dots (eps=0.5).
     paths = [out_base.parent / f"{out_base.name}.{ext}" for ext in ("md", "csv", "tex")]
-    atomic_write_text(paths[0], "\n".join(md) + "\n")
-    atomic_write_text(paths[1], long.to_csv(index=False))
+    write_text_if_changed(paths[0], "\n".join(md) + "\n")
+    write_text_if_changed(paths[1], long.to_csv(index=False))
     scale = SMOKE_LABEL if ctx.scale == "smoke" else f"{ctx.scale} scale"
-    atomic_write_text(paths[2], _latex(wide, row_name, f"{spec.artefact}: {spec.caption} ({scale})")
+    write_text_if_changed(paths[2], _latex(wide, row_name, f"{spec.artefact}: {spec.caption} ({scale})")
                       if len(wide) else "% no cached results for this table's metric\n")
     return paths
