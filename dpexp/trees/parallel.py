@@ -28,6 +28,8 @@ HIST_PARALLEL_MIN_WORK = 1 << 16
 LEVEL_PARALLEL_MIN_WORK = 1 << 18
 # Row partitions and score updates: rows in one call.
 PARTITION_PARALLEL_MIN_ROWS = 1 << 17
+# The in-place partition of a depth's nodes, nodes in parallel: rows of its split nodes.
+IN_PLACE_PARALLEL_MIN_ROWS = 1 << 13
 # The greedy split search: candidates (node x bin) in a level.
 SPLIT_PARALLEL_MIN_CANDIDATES = 1 << 14
 # Rows per chunk of a chunked (parallel) partition or score update.
