@@ -204,36 +204,15 @@ def _partition_in_place(codes, order, starts, ends, features, bins):  # pragma: 
 
 @njit(cache=True, nogil=True)
 def node_groups(starts, ends, features, n_groups):  # pragma: no cover
-    """The split nodes (feature >= 0) dealt to ``n_groups`` groups of about equal rows:
-    the largest node first, each to the group with the fewest rows so far. Returns
-    ``(members, first)``: group ``g`` is ``members[first[g]:first[g+1]]``. A node's
-    partition does not depend on its group, so neither does any result."""
-    nb = starts.shape[0]
-    sizes = np.zeros(nb, dtype=np.int64)
-    for j in range(nb):
+    """The split nodes (feature >= 0) dealt to ``n_groups`` groups of about equal rows
+    (:func:`~dpexp.trees.parallel.lpt_groups`). Returns ``(members, first)``: group
+    ``g`` is ``members[first[g]:first[g+1]]``. A node's partition does not depend on
+    its group, so neither does any result."""
+    sizes = np.zeros(starts.shape[0], dtype=np.int64)
+    for j in range(starts.shape[0]):
         if features[j] >= 0:
             sizes[j] = ends[j] - starts[j]
-    by_size = np.argsort(-sizes, kind="mergesort")
-    load = np.zeros(n_groups, dtype=np.int64)
-    group = np.full(nb, -1, dtype=np.int64)
-    count = np.zeros(n_groups + 1, dtype=np.int64)
-    for i in range(nb):
-        j = by_size[i]
-        if sizes[j] == 0:
-            break
-        g = np.argmin(load)
-        group[j] = g
-        load[g] += sizes[j]
-        count[g + 1] += 1
-    first = np.cumsum(count)
-    members = np.empty(first[n_groups], dtype=np.int64)
-    at = first[:n_groups].copy()
-    for j in range(nb):
-        g = group[j]
-        if g >= 0:
-            members[at[g]] = j
-            at[g] += 1
-    return members, first
+    return par.lpt_groups(sizes, n_groups)
 
 
 @njit(parallel=True, cache=True, nogil=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpexp.trees import histograms as HG
+from dpexp.trees import parallel as PAR
 from dpexp.trees import partition as PT
 from dpexp.trees import split_search as SS
 
@@ -113,3 +115,34 @@ def test_two_pass_split_search_gives_the_one_pass_bits(mcw, mcc):
             f = int(np.argmax(gains[j])) if np.isfinite(gains[j]).any() else -1
             assert feat[j] == f and (f < 0 or bins[j] == arg[j, f])
 
+
+
+@pytest.mark.parametrize("split_columns", [0, 3, 4])
+def test_small_nodes_cut_by_columns_give_the_serial_histograms(monkeypatch, split_columns):
+    rng = np.random.default_rng(split_columns)
+    codes = np.asfortranarray(rng.integers(0, 30, (1500, 9)).astype(np.uint8))
+    stats = rng.normal(size=(1500, 2))
+    order = np.sort(rng.choice(1500, 1200, replace=False)).astype(np.int64)
+    # nodes of very different sizes (one empty), as a depth's are
+    starts, ends = np.array([0, 40, 40, 900]), np.array([40, 40, 900, 1200])
+    monkeypatch.setattr(HG, "SMALL_NODE_COLUMNS", split_columns)
+    got = {}
+    for min_work in (0, 1 << 60):  # the parallel build, then the serial one
+        monkeypatch.setattr(PAR, "HIST_PARALLEL_MIN_WORK", min_work)
+        got[min_work] = HG.build_hist_dense(codes, stats, order, starts, ends, 30)
+    assert got[0].tobytes() == got[1 << 60].tobytes()
+    expect = np.zeros_like(got[0])
+    for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        for f in range(9):
+            np.add.at(expect[j, f], codes[order[s:e], f], stats[order[s:e]])
+    np.testing.assert_allclose(got[0], expect, atol=1e-9)
+
+
+def test_lpt_groups_balance_and_cover_every_item_once():
+    cost = np.array([5, 0, 9, 2, 2, 7, 1], dtype=np.int64)
+    members, first = PAR.lpt_groups(cost, 3)
+    groups = [list(members[first[g]:first[g + 1]]) for g in range(3)]
+    # 9 | 7 | 5, then 2 -> the 5's group (7), 2 -> the first of the two at 7, 1 -> the
+    # one left at 7; each group in item order
+    assert groups == [[2], [4, 5], [0, 3, 6]]
+    assert sorted(members) == [0, 2, 3, 4, 5, 6]  # cost 0: left out
