@@ -4,7 +4,8 @@ Rows of the training set are kept in one ``order`` array partitioned by node: no
 of the current level owns ``order[starts[j]:ends[j]]``. A split ``(feature f, bin b)``
 sends the rows with ``code <= b`` to the left child, which takes the first positions of
 the node's segment. Partitions are stable, so they have one result however they are
-computed: in place in one pass for cache-sized tables (:func:`partition_dense`), or into
+computed: in place in one pass for cache-sized tables (:func:`partition_dense`; a
+depth's nodes in parallel, dealt to the threads by rows), or into
 a second buffer in two passes over chunks of rows (mark, then scatter), in parallel,
 carrying the rows' gathered statistics along (:func:`partition_rows`), or over
 column-compressed codes (:func:`partition_sparse`).
