@@ -31,7 +31,7 @@ from numba import njit
 from dpexp.trees.hist_plan import hist_parallel, hist_serial
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import _subtract_flat_par, _subtract_flat_ser, level_children
-from dpexp.trees.partition import _partition_in_place
+from dpexp.trees.partition import partition_in_place
 from dpexp.trees.split_search import (
     _best_par,
     _best_ser,
@@ -101,8 +101,8 @@ def _root(codes, stats, order, scratch, hist, layout, settings, per_row, hist_mi
 @njit(cache=True, nogil=True)
 def level_after_split(codes_f, codes, stats, order, scratch, hist, hist_out, totals, feat,
                       bins_, starts, ends, partition, build, gains, layout, settings, sub_bins,
-                      n_bins_total, per_row, hist_min_work, level_min_work,
-                      multi):  # pragma: no cover
+                      n_bins_total, per_row, hist_min_work, level_min_work, multi,
+                      partition_cut):  # pragma: no cover
     """One depth after its split decisions ``(feat, bins_)`` (feature -1: a leaf), for the
     in-place row store: the stable partition of ``order`` (when ``partition``; else the
     children's row counts come from the unit last statistic), the bookkeeping of
@@ -119,7 +119,7 @@ def level_after_split(codes_f, codes, stats, order, scratch, hist, hist_out, tot
     IN/OUT: ``order`` (partitioned), ``scratch``, ``hist_out``; IN: the rest."""
     n_left = _NO_COUNTS
     if partition:
-        n_left = _partition_in_place(codes_f, order, starts, ends, feat, bins_)
+        n_left = partition_in_place(codes_f, order, starts, ends, feat, bins_, partition_cut)
     js, closed, c_starts, c_ends, c_totals, small, big, small_rows = level_children(
         hist, totals, feat, bins_, starts, ends, n_left)
     utilities = np.empty((0, 0))
@@ -151,7 +151,8 @@ def _grown(a, need):  # pragma: no cover
 @njit(cache=True, nogil=True)
 def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, max_depth, fuse_last, n_valid, n_valid_total, rule, fblock,
                        split_min_candidates, layout, settings, sub_bins, n_bins_total,
-                       per_row, hist_min_work, level_min_work, multi):  # pragma: no cover
+                       per_row, hist_min_work, level_min_work, multi,
+                       partition_cut):  # pragma: no cover
     """Every depth of one tree with greedy splits, from its root (rows ``order``, its
     histogram built into ``hist_a[:1]`` by :func:`_root`): per depth
     the search of :func:`~dpexp.trees.split_search.best_splits` (``rule``: its
@@ -203,7 +204,7 @@ def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, ma
         js, closed, c_starts, c_ends, c_totals, _ = level_after_split(
             codes_f, codes, stats, order, scratch, hist, hist_out, totals, feat, bins_, starts,
             ends, not scored, not last, NO_GAINS, layout, settings, sub_bins, n_bins_total,
-            per_row, hist_min_work, level_min_work, multi)
+            per_row, hist_min_work, level_min_work, multi, partition_cut)
         m = closed.shape[0]
         if m:
             leaf_ids = _grown(leaf_ids, n_leaves + m)

@@ -40,6 +40,7 @@ from dpexp.trees.binning import BinMapper
 from dpexp.trees.fused_levels import NO_GAINS, greedy_tree_levels, level_after_split
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import HistogramLevels, level_children
+from dpexp.trees.partition import in_place_cut
 from dpexp.trees.predict import (
     add_leaf_segments,
     add_split_segments,
@@ -225,7 +226,8 @@ class _LevelGrower:
             self.kernel_tail = (
                 self.kernel.layout, self.kernel.settings, self.levels._sub_bins,
                 self.levels.n_bins_total, self.kernel.per_row, par.HIST_PARALLEL_MIN_WORK,
-                par.LEVEL_PARALLEL_MIN_WORK, par.n_threads() > 1)
+                par.LEVEL_PARALLEL_MIN_WORK, par.n_threads() > 1,
+                in_place_cut())
 
     def compiled_tree_fits(self) -> bool:
         """Whether :meth:`grow_greedy_compiled` can run this tree (its two buffers are

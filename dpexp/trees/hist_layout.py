@@ -64,8 +64,8 @@ class RowMajor(NamedTuple):
 
 
 class HistPlanSettings(NamedTuple):
-    """How a build cuts its work (see :mod:`dpexp.trees.hist_plan`); shapes only, never
-    results."""
+    """How a build cuts its work (see :mod:`dpexp.trees.hist_plan`); the sums depend on
+    the data's shapes only, never on the threads."""
 
     fblock: int  # columns per column task
     max_row_columns: int  # at most this many columns: row-chunk tasks over every column
@@ -74,6 +74,11 @@ class HistPlanSettings(NamedTuple):
     gather_rows: int  # rows per gather task
     sparse_chunk_rows: int  # rows per task over the row-sparse lists
     gathered: bool  # the caller keeps the statistics gathered in row order already
+    # a parallel build only (neither changes a sum): its task groups, one per thread,
+    threads: int
+    # and the columns per task of a node of one row chunk when there are no row codes
+    # (0: one task of every column), so that a depth's few small nodes fill the threads
+    split_columns: int
 
 
 @njit(cache=True, nogil=True)

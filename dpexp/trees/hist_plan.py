@@ -100,27 +100,35 @@ def _unpack_bundles(wb, vfeat, vcode, n_values, sparse_feats, default, sparse_bi
 
 @njit(cache=True, nogil=True)
 def _column_tasks(starts, ends, n_columns, fblock, max_row_columns, chunk_rows,
-                  max_chunks):  # pragma: no cover
+                  max_chunks, split_columns=0):  # pragma: no cover
     """The (node, rows ``p0:p1``, columns ``c0:c1``, partial buffer) tasks of one build.
 
     Few columns (at most ``max_row_columns``): every task reads all columns of a chunk of
     one node's rows; a node of more than ``chunk_rows`` rows is cut into at most
     ``max_chunks`` equal chunks, each summed into its own partial histogram (``part``),
     which :func:`_finish_node` adds in chunk order (``part_first[j]:part_first[j+1]`` are
-    node ``j``'s). Many columns: one task per (node, block of ``fblock`` columns) over all
-    the node's rows, written in place (``part`` -1). The plan depends on the data's shape
-    only, never on the number of threads.
+    node ``j``'s); a node of one chunk is cut into tasks of ``split_columns`` columns
+    when that is positive (written in place; a bin's rows are added in the same order).
+    Many columns: one task per (node, block of ``fblock`` columns) over all the node's
+    rows, written in place (``part`` -1). The sums depend on the data's shape only,
+    never on the number of threads.
     """
     nb = starts.shape[0]
     row_tasks = n_columns <= max_row_columns
     count = np.empty(nb, dtype=np.int64)
     size = np.empty(nb, dtype=np.int64)
     n_blocks = (n_columns + fblock - 1) // fblock
+    split_blocks = ((n_columns + split_columns - 1) // split_columns if split_columns > 0
+                    else 1)
+    column_split = np.zeros(nb, dtype=np.bool_)
     for j in range(nb):
         m = ends[j] - starts[j]
         if row_tasks:
             size[j] = max(chunk_rows, (m + max_chunks - 1) // max_chunks)
             count[j] = max(1, (m + size[j] - 1) // size[j])
+            if count[j] == 1 and split_blocks > 1 and m > 0:
+                column_split[j] = True
+                count[j] = split_blocks
         else:
             size[j] = max(m, 1)
             count[j] = n_blocks
@@ -134,11 +142,15 @@ def _column_tasks(starts, ends, n_columns, fblock, max_row_columns, chunk_rows,
     part_first = np.zeros(nb + 1, dtype=np.int64)
     t = 0
     for j in range(nb):
-        split = row_tasks and count[j] > 1
+        split = row_tasks and count[j] > 1 and not column_split[j]
         part_first[j + 1] = part_first[j] + (count[j] if split else 0)
         for i in range(count[j]):
             node[t] = j
-            if row_tasks:
+            if column_split[j]:
+                p0[t], p1[t] = starts[j], ends[j]
+                c0[t] = i * split_columns
+                c1[t] = min(c0[t] + split_columns, n_columns)
+            elif row_tasks:
                 p0[t] = starts[j] + i * size[j]
                 p1[t] = min(p0[t] + size[j], ends[j])
                 c0[t], c1[t] = 0, n_columns
@@ -190,11 +202,13 @@ def _finish_node(j, out, slots, feats, bundles, tail, ordered, starts, ends, tas
 
 
 @njit(cache=True, nogil=True)
-def _hist_plan(starts, ends, out, feats, bundles, lists, tail, settings):  # pragma: no cover
-    """Gather chunks, column tasks and every buffer of one build. Returns ``(g0, g1)``
-    (gather chunks), the :func:`_column_tasks` and the buffers ``(part_d, part_b, wb, ch0,
-    ch1, chf, bufs)``. Bundle buffers hold the values the bundles use (adult: 34 of
-    256), not all 256."""
+def _hist_plan(starts, ends, out, feats, bundles, lists, tail, settings,
+               parallel):  # pragma: no cover
+    """Gather chunks, column tasks and every buffer of one build (``parallel``: for
+    :func:`_hist_par`, which may cut small nodes by columns, ``settings.split_columns``).
+    Returns ``(g0, g1)`` (gather chunks), the :func:`_column_tasks` and the buffers
+    ``(part_d, part_b, wb, ch0, ch1, chf, bufs)``. Bundle buffers hold the values the
+    bundles use (adult: 34 of 256), not all 256."""
     nb = starts.shape[0]
     k_stats = out.shape[3]
     n_bundles = bundles.codes.shape[1]
@@ -203,7 +217,8 @@ def _hist_plan(starts, ends, out, feats, bundles, lists, tail, settings):  # pra
     if settings.gathered:  # the caller keeps the statistics gathered (and partitioned)
         g0, g1 = g0[:0], g1[:0]
     tasks = _column_tasks(starts, ends, feats.shape[0] + n_bundles, settings.fblock,
-                          settings.max_row_columns, settings.chunk_rows, settings.max_chunks)
+                          settings.max_row_columns, settings.chunk_rows, settings.max_chunks,
+                          settings.split_columns if parallel else 0)
     n_parts = tasks[6][nb]
     # partial histograms of the dense features, by position in feats (not feature id)
     part_d = np.empty((n_parts if feats.shape[0] > 0 else 0, feats.shape[0], out.shape[2],
@@ -246,23 +261,42 @@ def _hist_task(t, codes, order, out, slots, ordered, feats, bundles, lists, rows
                      bundles.values, rows.codes, rows.offset)
 
 
+@njit(cache=True, nogil=True)
+def _task_costs(tasks, buffers):  # pragma: no cover
+    """The work of every task of a plan: rows x columns of a column task, rows of a
+    chunk of the row-sparse lists (at least 1: every task runs)."""
+    t_p0, t_p1, t_c0, t_c1 = tasks[1], tasks[2], tasks[3], tasks[4]
+    ch0, ch1 = buffers[3], buffers[4]
+    n_col = t_p0.shape[0]
+    cost = np.empty(n_col + ch0.shape[0], dtype=np.int64)
+    for t in range(n_col):
+        cost[t] = max(1, (t_p1[t] - t_p0[t]) * (t_c1[t] - t_c0[t]))
+    for c in range(ch0.shape[0]):
+        cost[n_col + c] = max(1, ch1[c] - ch0[c])
+    return cost
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _hist_par(codes, stats, order, starts, ends, out, slots, ordered, feats, bundles, lists,
               tail, rows, settings):  # pragma: no cover
     """Histograms of the nodes ``order[starts[j]:ends[j]]`` into ``out[slots[j]]``: the
-    gathers, then the tasks, then each node's partial sums, each step in parallel.
+    gathers, then the tasks (dealt to one group per thread by their rows x columns,
+    :func:`~dpexp.trees.parallel.lpt_groups`: the nodes of a depth differ in size),
+    then each node's partial sums, each step in parallel.
     IN: ``codes``, ``stats``, ``order``, ``starts``, ``ends``, ``slots``, the layout
     (``feats``, ``bundles``, ``lists``, ``tail``, ``rows``), ``settings``;
     OUT: ``out[slots]``; IN/OUT: ``ordered`` (written by the gathers unless
     ``settings.gathered``)."""
     gathers, tasks, buffers = _hist_plan(starts, ends, out, feats, bundles, lists, tail,
-                                         settings)
+                                         settings, True)
     g0, g1 = gathers
     for g in prange(g0.shape[0]):
         gather_span(stats, order, g0[g], g1[g], ordered)
-    for t in prange(tasks[0].shape[0] + buffers[3].shape[0]):
-        _hist_task(t, codes, order, out, slots, ordered, feats, bundles, lists, rows, tasks,
-                   buffers)
+    members, first = par.lpt_groups(_task_costs(tasks, buffers), settings.threads)
+    for g in prange(settings.threads):
+        for i in range(first[g], first[g + 1]):
+            _hist_task(members[i], codes, order, out, slots, ordered, feats, bundles, lists,
+                       rows, tasks, buffers)
     for j in prange(starts.shape[0]):
         _finish_node(j, out, slots, feats, bundles, tail, ordered, starts, ends, tasks,
                      buffers)
@@ -281,10 +315,11 @@ def hist_parallel(codes, stats, order, starts, ends, out, slots, ordered, feats,
 @njit(cache=True, nogil=True)
 def hist_serial(codes, stats, order, starts, ends, out, slots, ordered, feats, bundles, lists,
               tail, rows, settings):  # pragma: no cover
-    """:func:`_hist_par` on one thread: the same tasks, the same sums."""
+    """:func:`_hist_par` on one thread: the same sums (small nodes not cut by columns,
+    which saves nothing on one thread)."""
     bundles, lists, tail, rows, settings = as_named(bundles, lists, tail, rows, settings)
     gathers, tasks, buffers = _hist_plan(starts, ends, out, feats, bundles, lists, tail,
-                                         settings)
+                                         settings, False)
     g0, g1 = gathers
     for g in range(g0.shape[0]):
         gather_span(stats, order, g0[g], g1[g], ordered)

@@ -63,6 +63,10 @@ ROW_TASK_MAX_COLUMNS = 32  # at most this many columns: row-chunk tasks
 HIST_CHUNK_ROWS = 8192  # rows per row-chunk task, at least
 HIST_MAX_CHUNKS = 16  # row-chunk tasks (partial histograms) per node, at most
 GATHER_ROWS = 16384  # rows per gather task
+# A parallel build cuts a node of one row chunk into tasks of this many columns (when the
+# table has no row codes, whose tasks read every column): a depth's few small nodes then
+# make enough tasks for the threads. Four: the column kernel reads four per pass.
+SMALL_NODE_COLUMNS = 4
 # Builds of several nodes of a dense column-major table of at least this many codes go
 # through the one-pass build in row order (dpexp.trees.level_histograms), when their rows
 # make at least MERGED_MIN_WORK_PER_ROW column updates per row of the table.
@@ -123,7 +127,8 @@ def plan_settings(lay: DenseLayout, fblock: int | None = None,
     ``lay`` as a plain tuple (the work-cutting settings of this module, read now)."""
     return tuple(HistPlanSettings(
         lay.fblock if fblock is None else int(fblock), ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS,
-        HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered)))
+        HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered), par.n_threads(),
+        0 if lay.rows.codes.shape[0] else SMALL_NODE_COLUMNS))
 
 
 def merged_possible(codes, stats, lay: DenseLayout) -> bool:

@@ -28,6 +28,8 @@ HIST_PARALLEL_MIN_WORK = 1 << 16
 LEVEL_PARALLEL_MIN_WORK = 1 << 18
 # Row partitions and score updates: rows in one call.
 PARTITION_PARALLEL_MIN_ROWS = 1 << 17
+# The in-place partition of a depth's nodes, nodes in parallel: rows of its split nodes.
+IN_PLACE_PARALLEL_MIN_ROWS = 1 << 13
 # The greedy split search: candidates (node x bin) in a level.
 SPLIT_PARALLEL_MIN_CANDIDATES = 1 << 14
 # Rows per chunk of a chunked (parallel) partition or score update.
@@ -74,3 +76,36 @@ def chunk_nodes(first):  # pragma: no cover
     for j in range(first.shape[0] - 1):
         node[first[j]:first[j + 1]] = j
     return node
+
+
+@njit(cache=True, nogil=True)
+def lpt_groups(cost, n_groups):  # pragma: no cover
+    """Items of positive ``cost`` dealt to ``n_groups`` groups of about equal cost: the
+    costliest first, each to the group of least cost so far (items of cost 0 are left
+    out). Returns ``(members, first)``: group ``g`` is ``members[first[g]:first[g+1]]``,
+    in item order. For kernels whose items write disjoint outputs, each item's work
+    done the same way whatever its group, so the deal never changes a result; a
+    ``prange`` over the groups balances the threads where numba's equal blocks of
+    items would not (items of very different cost, e.g. nodes of a depth)."""
+    n = cost.shape[0]
+    by_cost = np.argsort(-cost, kind="mergesort")
+    load = np.zeros(n_groups, dtype=cost.dtype)
+    group = np.full(n, -1, dtype=np.int64)
+    count = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(n):
+        t = by_cost[i]
+        if cost[t] <= 0:
+            break
+        g = np.argmin(load)
+        group[t] = g
+        load[g] += cost[t]
+        count[g + 1] += 1
+    first = np.cumsum(count)
+    members = np.empty(first[n_groups], dtype=np.int64)
+    at = first[:n_groups].copy()
+    for t in range(n):
+        g = group[t]
+        if g >= 0:
+            members[at[g]] = t
+            at[g] += 1
+    return members, first

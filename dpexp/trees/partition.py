@@ -4,7 +4,8 @@ Rows of the training set are kept in one ``order`` array partitioned by node: no
 of the current level owns ``order[starts[j]:ends[j]]``. A split ``(feature f, bin b)``
 sends the rows with ``code <= b`` to the left child, which takes the first positions of
 the node's segment. Partitions are stable, so they have one result however they are
-computed: in place in one pass for cache-sized tables (:func:`partition_dense`), or into
+computed: in place in one pass for cache-sized tables (:func:`partition_dense`; a
+depth's nodes in parallel, dealt to the threads by rows), or into
 a second buffer in two passes over chunks of rows (mark, then scatter), in parallel,
 carrying the rows' gathered statistics along (:func:`partition_rows`), or over
 column-compressed codes (:func:`partition_sparse`).
@@ -170,6 +171,25 @@ def partition_rows(codes, order, starts, ends, features, bins, out, *, ordered=N
 
 
 @njit(cache=True, nogil=True)
+def _partition_node(codes, order, buf, s, e, f, b):  # pragma: no cover
+    """Stable partition of one node ``order[s:e]`` in place on ``codes[:, f] <= b``
+    (``buf``: scratch of at least ``e - s`` row ids); returns how many go left."""
+    col = codes[:, f]
+    seg = order[s:e]  # indices from 0 on a view: no wraparound arithmetic per row
+    nl = 0
+    nr = 0
+    for p in range(e - s):  # branch-free: the direction is data-dependent (unpredictable)
+        r = seg[p]
+        left = col[np.uint64(r)] <= b
+        seg[nl] = r  # nl <= p: already read
+        buf[nr] = r
+        nl += left
+        nr += 1 - left
+    seg[nl:] = buf[:nr]
+    return nl
+
+
+@njit(cache=True, nogil=True)
 def _partition_in_place(codes, order, starts, ends, features, bins):  # pragma: no cover
     nb = starts.shape[0]
     n_left = np.zeros(nb, dtype=np.int64)
@@ -178,34 +198,81 @@ def _partition_in_place(codes, order, starts, ends, features, bins):  # pragma: 
         width = max(width, ends[j] - starts[j])
     buf = np.empty(width, dtype=order.dtype)
     for j in range(nb):
-        s, e, f, b = starts[j], ends[j], features[j], bins[j]
-        if f < 0:
-            n_left[j] = e - s
-            continue
-        col = codes[:, f]
-        seg = order[s:e]  # indices from 0 on a view: no wraparound arithmetic per row
-        nl = 0
-        nr = 0
-        for p in range(e - s):  # branch-free: the direction is data-dependent (unpredictable)
-            r = seg[p]
-            left = col[np.uint64(r)] <= b
-            seg[nl] = r  # nl <= p: already read
-            buf[nr] = r
-            nl += left
-            nr += 1 - left
-        seg[nl:] = buf[:nr]
-        n_left[j] = nl
+        s, e, f = starts[j], ends[j], features[j]
+        n_left[j] = e - s if f < 0 else _partition_node(codes, order, buf, s, e, f, bins[j])
     return n_left
 
 
+@njit(cache=True, nogil=True)
+def node_groups(starts, ends, features, n_groups):  # pragma: no cover
+    """The split nodes (feature >= 0) dealt to ``n_groups`` groups of about equal rows
+    (:func:`~dpexp.trees.parallel.lpt_groups`). Returns ``(members, first)``: group
+    ``g`` is ``members[first[g]:first[g+1]]``. A node's partition does not depend on
+    its group, so neither does any result."""
+    sizes = np.zeros(starts.shape[0], dtype=np.int64)
+    for j in range(starts.shape[0]):
+        if features[j] >= 0:
+            sizes[j] = ends[j] - starts[j]
+    return par.lpt_groups(sizes, n_groups)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _partition_in_place_par(codes, order, starts, ends, features, bins,
+                            n_groups):  # pragma: no cover
+    """:func:`_partition_in_place` with the nodes dealt to ``n_groups`` groups of about
+    equal rows (:func:`node_groups`), the groups in parallel; node ``j`` uses the
+    scratch ``buf[starts[j]:ends[j]]``, its own. Every node is partitioned by the same
+    serial loop, so the result is the serial kernel's."""
+    nb = starts.shape[0]
+    n_left = np.zeros(nb, dtype=np.int64)
+    for j in range(nb):
+        if features[j] < 0:
+            n_left[j] = ends[j] - starts[j]
+    members, first = node_groups(starts, ends, features, n_groups)
+    buf = np.empty(order.shape[0], dtype=order.dtype)
+    for g in prange(n_groups):
+        for i in range(first[g], first[g + 1]):
+            j = members[i]
+            s, e = starts[j], ends[j]
+            n_left[j] = _partition_node(codes, order, buf[s:e], s, e, features[j], bins[j])
+    return n_left
+
+
+@njit(cache=True, nogil=True)
+def partition_in_place(codes, order, starts, ends, features, bins, cut):  # pragma: no cover
+    """:func:`partition_dense`'s kernel. ``cut = (threads, min_rows)``: the nodes in
+    parallel (:func:`_partition_in_place_par`, one group per thread) when numba has more
+    than one thread, at least two nodes split and the split nodes hold at least
+    ``min_rows`` rows; else serial. The same result either way. IN/OUT: ``order``; IN:
+    the rest."""
+    threads, min_rows = cut
+    n_split = 0
+    rows = 0
+    for j in range(starts.shape[0]):
+        if features[j] >= 0:
+            n_split += 1
+            rows += ends[j] - starts[j]
+    if threads > 1 and n_split >= 2 and rows >= min_rows:
+        return _partition_in_place_par(codes, order, starts, ends, features, bins,
+                                       min(threads, n_split))
+    return _partition_in_place(codes, order, starts, ends, features, bins)
+
+
+def in_place_cut() -> tuple[int, int]:
+    """The ``cut`` of :func:`partition_in_place` now: numba's threads and
+    :data:`~dpexp.trees.parallel.IN_PLACE_PARALLEL_MIN_ROWS`."""
+    return par.n_threads(), par.IN_PLACE_PARALLEL_MIN_ROWS
+
+
 def partition_dense(codes, order, starts, ends, features, bins) -> np.ndarray:
-    """:func:`partition_rows` in place (``order`` itself is partitioned), on one thread
-    in one pass: the fastest way for a table that fits in cache. IN/OUT: ``order``; IN:
-    the rest. Returns the rows going left per node."""
-    return _partition_in_place(codes, order, np.asarray(starts, dtype=np.int64),
-                               np.asarray(ends, dtype=np.int64),
-                               np.asarray(features, dtype=np.int64),
-                               np.asarray(bins, dtype=np.int64))
+    """:func:`partition_rows` in place (``order`` itself is partitioned) in one pass: the
+    fastest way for a table that fits in cache; the nodes in parallel when there are
+    rows enough (:func:`partition_in_place`). IN/OUT: ``order``; IN: the rest. Returns
+    the rows going left per node."""
+    return partition_in_place(codes, order, np.asarray(starts, dtype=np.int64),
+                              np.asarray(ends, dtype=np.int64),
+                              np.asarray(features, dtype=np.int64),
+                              np.asarray(bins, dtype=np.int64), in_place_cut())
 
 
 @njit(cache=True, nogil=True)
