@@ -148,8 +148,10 @@ def test_default_fits_draw_fresh_noise(info, task, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fits = [_released(_private(info, task, params, seeded=False, random_state=3).fit(X, y), X)
-                for _ in range(2)]
-    assert not np.array_equal(*fits)
+                for _ in range(4)]
+    # four fits, not two: a saturated release (e.g. dp_adaboost's clipped scores on the tiny
+    # data) can coincide for two fresh noise draws by chance; four equal would mean no fresh noise
+    assert any(not np.array_equal(fits[0], other) for other in fits[1:])
 
 
 @pytest.mark.parametrize(("info", "task", "params"), CLASSIFIERS)
