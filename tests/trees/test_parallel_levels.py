@@ -5,22 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from trees.stable_split import stable_split
 
 from dpexp.trees import histograms as HG
 from dpexp.trees import parallel as PAR
 from dpexp.trees import partition as PT
 from dpexp.trees import split_search as SS
-
-
-def _stable_split(codes, order, starts, ends, feats, bins):
-    expect = order.copy()
-    n_left = []
-    for s, e, f, b in zip(starts, ends, feats, bins, strict=True):
-        seg = order[s:e]
-        go = np.ones(seg.size, bool) if f < 0 else codes[seg, f] <= b
-        expect[s:e] = np.concatenate([seg[go], seg[~go]])
-        n_left.append(int(go.sum()))
-    return expect, np.array(n_left)
 
 
 def _nodes(rng, n, n_nodes):
@@ -41,7 +31,7 @@ def test_in_place_partition_in_parallel_is_the_stable_partition(n_nodes, n_group
     feats = rng.integers(0, 5, n_nodes).astype(np.int64)
     feats[rng.random(n_nodes) < 0.3] = -1  # closed leaves: kept as they are
     bins = rng.integers(0, 12, n_nodes).astype(np.int64)
-    expect, expect_left = _stable_split(codes, order, starts, ends, feats, bins)
+    expect, expect_left = stable_split(codes, order, starts, ends, feats, bins)
     got = order.copy()
     n_left = PT._partition_in_place_par(codes, got, starts, ends, feats, bins, n_groups)
     np.testing.assert_array_equal(got, expect)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from trees.stable_split import stable_split
 
 from dpexp.trees import grower as G
 from dpexp.trees import histograms as HG
@@ -14,17 +15,6 @@ from dpexp.trees import partition as PT
 from dpexp.trees import row_stores as RS
 from dpexp.trees.binning import fit_bin_mapper
 from dpexp.trees.policies import GreedySplit, NewtonLeaf
-
-
-def _stable_split(codes, order, starts, ends, feats, bins):
-    expect = order.copy()
-    n_left = []
-    for s, e, f, b in zip(starts, ends, feats, bins, strict=True):
-        seg = order[s:e]
-        go = np.ones(seg.size, bool) if f < 0 else codes[seg, f] <= b
-        expect[s:e] = np.concatenate([seg[go], seg[~go]])
-        n_left.append(int(go.sum()))
-    return expect, np.array(n_left)
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -46,7 +36,7 @@ def test_partition_rows_is_the_stable_partition_with_statistics(monkeypatch, par
     out_stats = np.full_like(stats, np.nan)
     n_left = PT.partition_rows(codes, order, starts, ends, feats, bins, out, ordered=stats,
                               out_ordered=out_stats)
-    expect, expect_left = _stable_split(codes, order, starts, ends, feats, bins)
+    expect, expect_left = stable_split(codes, order, starts, ends, feats, bins)
     np.testing.assert_array_equal(n_left, expect_left)
     inside = np.zeros(m, bool)
     for s, e in zip(starts, ends, strict=True):
