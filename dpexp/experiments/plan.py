@@ -33,12 +33,13 @@ applies, and says which one it used (``GroupPlan.method``, and its kind ``GroupP
    and ensembles in trees). Only for datasets that are synthetic or already downloaded.
    A :class:`Calibrator` calibrates each (dataset, algorithm, private or not, depth) once
    per process, across experiments, and spends at most ``CALIBRATION_BUDGET_SECONDS``
-   (``OVERVIEW_BUDGET_SECONDS`` for a plan of several experiments, ``dpexp plan --all``);
+   (``OVERVIEW_BUDGET_SECONDS`` for a plan of several experiments, ``dpexp plan --all``,
+   which calibrates no algorithm that fits in a side environment: seconds a fit);
    each calibration is stored for this machine and code, so a later plan reuses it at no
    cost (its method says when it was measured) and calibrates groups not stored yet;
 4. unknown -- procedures, datasets not downloaded, datasets without a registered row
    count, a failed calibration, groups left when the calibration budget is spent (the
-   next plan calibrates them).
+   next plan calibrates them), side-environment groups in an overview.
 
 Each worker process fits every (algorithm, dataset) once, untimed, before its first timed
 fit (the runner's warm-up on at most ``WARMUP_ROWS`` rows): the plan adds one such fit per
@@ -419,7 +420,9 @@ def make_plans(
     if not calibrate_fits:
         calibrator = None
     elif calibrator is None:
-        calibrator = Calibrator(OVERVIEW_BUDGET_SECONDS if len(specs) > 1 else None)
+        overview = len(specs) > 1
+        calibrator = Calibrator(OVERVIEW_BUDGET_SECONDS if overview else None,
+                                in_process_only=overview)
     if measurements is None:
         measurements = Measurements(results_dir, scale)
     plans, pending = [], []

@@ -5,75 +5,19 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from dpexp.errors import DpexpError
+from dpexp.experiments.cell_times import CellTime, cached_times, measured
 from dpexp.experiments.cells import Cell, canonical_json
 from dpexp.experiments.committed import row_key, table_path
 from dpexp.experiments.environment import dataset_available
-from dpexp.experiments.results import read_cells
 from dpexp.experiments.schema import CELL_COLUMNS
 from dpexp.registry import TreeParams, all_algorithms
-
-
-@dataclass(frozen=True)
-class CellTime:
-    """One finished cell: its key, what it ran (``setting``: dataset key, algorithm,
-    canonical params JSON) and its measured seconds (``wall``: the cell's wall time; else
-    its fit time; None when it has neither)."""
-
-    experiment: str
-    key: str
-    label: str
-    setting: tuple[str, str, str]
-    seconds: float | None
-    wall: bool
-    #: ``cached`` (a cell file) or ``committed`` (a row of the committed table)
-    source: str
-
-    @property
-    def group(self) -> tuple[str, str]:
-        """The plan's group: (dataset key, label)."""
-        return self.setting[0], self.label
-
-
-def _finite(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _measured(wall: Any, fit: Any) -> tuple[float | None, bool]:
-    """(seconds, whether they are the wall time): the wall time, else the fit time."""
-    seconds = _finite(wall)
-    return (seconds, True) if seconds is not None else (_finite(fit), False)
-
-
-def _cached_times(results_dir: Path, experiment: str, scale: str) -> list[CellTime]:
-    """The cell files of ``experiment`` at ``scale`` (every seed and override)."""
-    out = []
-    for p in read_cells(results_dir, experiment, scale):
-        if "key" not in p:  # not a runner's cell file: the runner recomputes it
-            continue
-        c, first = p["cell"], (p["rows"][0] if p["rows"] else {})
-        wall = p.get("wall_seconds")
-        seconds, is_wall = _measured(first.get("wall_seconds") if wall is None else wall,
-                                     first.get("fit_seconds"))
-        algorithm = c.get("algorithm") or f"procedure:{c.get('procedure')}"
-        setting = (str(c.get("dataset")), algorithm, canonical_json(c.get("params") or {}))
-        key = row_key(first) if first else p["key"]  # the row key, as the committed table's
-        out.append(CellTime(experiment, key, str(c.get("label")), setting, seconds, is_wall,
-                            "cached"))
-    return out
-
 
 #: Columns of a committed table the plan reads (the rest is left unparsed).
 _TIMING_COLUMNS = frozenset((*CELL_COLUMNS, "data_version", "fit_seconds", "wall_seconds"))
@@ -102,7 +46,7 @@ def _committed_times(results_dir: Path, experiment: str, scale: str) -> list[Cel
     frame = frame.drop_duplicates([c for c in (*CELL_COLUMNS, "data_version") if c in frame.columns])
     out = []
     for rec in frame.to_dict("records"):
-        seconds, is_wall = _measured(rec.get("wall_seconds"), rec.get("fit_seconds"))
+        seconds, is_wall = measured(rec.get("wall_seconds"), rec.get("fit_seconds"))
         setting = (str(rec["dataset"]), str(rec["algorithm"]), str(rec["params"]))
         out.append(CellTime(experiment, row_key(rec), str(rec["label"]), setting, seconds, is_wall,
                             "committed"))
@@ -144,7 +88,7 @@ class Measurements:
         """Key -> finished cell of ``experiment`` (grid cells or not: overrides, stale)."""
         if experiment not in self._cells:
             found = {t.key: t for t in _committed_times(self.results_dir, experiment, self.scale)}
-            found.update({t.key: t for t in _cached_times(self.results_dir, experiment, self.scale)})
+            found.update({t.key: t for t in cached_times(self.results_dir, experiment, self.scale)})
             self._cells[experiment] = found
         return self._cells[experiment]
 

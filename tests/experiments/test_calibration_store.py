@@ -131,14 +131,30 @@ def test_a_plan_of_several_experiments_has_the_overview_budget(tmp_path, specs, 
     budgets = []
 
     class Recording(Calibrator):
-        def __init__(self, budget_seconds=None, store=None):
-            budgets.append(budget_seconds)
-            super().__init__(budget_seconds, store=CalibrationStore(tmp_path / "store"))
+        def __init__(self, budget_seconds=None, store=None, in_process_only=False):
+            budgets.append((budget_seconds, in_process_only))
+            super().__init__(budget_seconds, store=CalibrationStore(tmp_path / "store"),
+                             in_process_only=in_process_only)
 
     monkeypatch.setattr(plan_mod, "Calibrator", Recording)
     monkeypatch.setattr(Calibrator, "_calibrate", lambda self, cell, params: _FitModel(
         0.5, 0.001, None, "calibrated: fake fits"))
     plan_mod.make_plans(specs, "smoke", tmp_path / "results")
     plan_mod.make_plan(specs[0], "smoke", tmp_path / "results")
-    assert budgets == [calibration.OVERVIEW_BUDGET_SECONDS, None]
+    assert budgets == [(calibration.OVERVIEW_BUDGET_SECONDS, True), (None, False)]
     assert calibration.OVERVIEW_BUDGET_SECONDS < calibration.CALIBRATION_BUDGET_SECONDS
+
+
+def test_an_overview_does_not_calibrate_in_a_side_environment(tmp_path, specs, fits, monkeypatch):
+    """A fit in a side environment takes seconds and ran past the overview's budget: an
+    overview says which plan calibrates it; a plan of its own experiment does."""
+    monkeypatch.setattr(calibration, "fits_out_of_process", lambda algorithm: True)
+    store = CalibrationStore(tmp_path / "store")
+    left = _estimate(Calibrator(store=store, in_process_only=True), specs[0])
+    assert fits == [] and left[0] is None
+    assert left[2] == ("unknown: its fits run in a side environment, which an overview does "
+                       "not calibrate (`dpexp plan storeA` does, and stores it)")
+    own = _estimate(Calibrator(store=store), specs[0])
+    assert fits == ["storeA"] and own[2].startswith("calibrated: fake fits")
+    stored = _estimate(Calibrator(store=store, in_process_only=True), specs[0])
+    assert fits == ["storeA"] and "stored)" in stored[2]  # a stored calibration is used

@@ -212,13 +212,13 @@ def test_each_experiment_is_read_once_per_plan(results, monkeypatch):
     from dpexp.experiments import timings
 
     reads = []
-    original = timings._cached_times
+    original = timings.cached_times
 
     def counting(results_dir, experiment, scale):
         reads.append(experiment)
         return original(results_dir, experiment, scale)
 
-    monkeypatch.setattr(timings, "_cached_times", counting)
+    monkeypatch.setattr(timings, "cached_times", counting)
     assert invoke("plan", "--all", "--results-dir", results, "--no-calibrate").exit_code == 0
     assert sorted(reads) == ["planA", "planB", "planC"]
 
