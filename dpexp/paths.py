@@ -14,12 +14,16 @@ from pathlib import Path
 
 from dpexp.errors import DpexpError
 
+#: The folder holding the package: the checkout of an editable install. Resolved once (a
+#: plan of every experiment asks for the project 3,400 times; each resolve walks the path).
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
 
 def project_root() -> Path:
     env = os.environ.get("DPEXP_HOME")
     if env:
         return Path(env).expanduser().resolve()
-    here = Path(__file__).resolve().parent.parent
+    here = _CHECKOUT
     if (here / "datasets.yaml").exists():
         return here
     cwd = Path.cwd()
