@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from dpexp.boosting.base import BoostingFit, TreeSlot, add_tree_to_scores
 from dpexp.papers.dpboost.formulas import (
@@ -130,6 +131,40 @@ def chunked_record_ids(X, y: np.ndarray) -> RecordIds:
         for start in range(0, n_rows, step)]))
 
 
+@njit(cache=True, nogil=True)
+def rows_by_part(parts: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, bounds)``: ``rows[bounds[k]:bounds[k + 1]]`` is ``np.flatnonzero(parts ==
+    k)`` for every part ``0 <= k < n_parts`` (a counting sort, stable: what
+    ``np.argsort(parts, kind="stable")`` gives for those parts, without the sort)."""
+    bounds = np.zeros(n_parts + 1, dtype=np.int64)
+    for i in range(parts.shape[0]):
+        k = parts[i]
+        if 0 <= k < n_parts:
+            bounds[k + 1] += 1
+    for k in range(n_parts):
+        bounds[k + 1] += bounds[k]
+    fill = bounds[:-1].copy()
+    rows = np.empty(bounds[n_parts], dtype=np.int64)
+    for i in range(parts.shape[0]):
+        k = parts[i]
+        if 0 <= k < n_parts:
+            rows[fill[k]] = i
+            fill[k] += 1
+    return rows, bounds
+
+
+@njit(cache=True, nogil=True)
+def rows_after_part(rows: np.ndarray, parts: np.ndarray, part: int) -> np.ndarray:
+    """``rows[parts[rows] > part]`` in one pass (a new array; ``rows`` is not written)."""
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        out[m] = r
+        m += parts[r] > part
+    return out[:m]
+
+
 def ensemble_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
                    trees_per_ensemble: int, learning_rate: float,
                    structure: np.random.SeedSequence, *, trim_last: bool = False
@@ -147,16 +182,14 @@ def ensemble_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
         parts = record_partition(ids, props, np.random.default_rng(seed))
         last = trim_last and e == len(seeds) - 1
         n_here = min(trees_per_ensemble, n_trees - t)
-        # the rows of every part at once (a stable sort keeps each part's rows
-        # ascending: np.flatnonzero(parts == te) for each te), not one pass over all
-        # rows per tree
-        by_part = np.argsort(parts, kind="stable")
-        bounds = np.searchsorted(parts[by_part], np.arange(n_here + 1))
+        # the rows of every part at once (each part's rows ascending:
+        # np.flatnonzero(parts == te) for each te), not one pass over all rows per tree
+        by_part, bounds = rows_by_part(parts, n_here)
         later = np.flatnonzero(parts > 0) if last else None  # ascending, shrinks per tree
         with accountant.sequential(f"ensemble {e}"), accountant.parallel(f"trees of ensemble {e}"):
             for te in range(n_here):
                 if later is not None and te:
-                    later = later[parts[later] > te]  # np.flatnonzero(parts > te)
+                    later = rows_after_part(later, parts, te)  # np.flatnonzero(parts > te)
                 yield TreeSlot(t, f"tree {t + 1}", by_part[bounds[te]:bounds[te + 1]], later,
                                position=te + 1, round=e)
                 t += 1
