@@ -59,6 +59,7 @@ PARALLEL = "parallel"
 REL_TOL = 1e-9
 #: The keys of a ledger entry that are not the release's own ``info``.
 _ENTRY_KEYS = frozenset({"index", "what", "epsilon", "delta", "scope", "scope_kinds", "releases"})
+_INTEGER = (int, np.integer)  # the types a release count may have (bool excluded apart)
 T = TypeVar("T")
 
 
@@ -345,7 +346,7 @@ class Accountant:
         dlt = _check_delta_spend(delta)
         if not isinstance(what, str) or not what:
             raise ValueError("what must be a non-empty string describing the release")
-        if isinstance(releases, bool) or not isinstance(releases, int | np.integer) or releases < 1:
+        if isinstance(releases, bool) or not isinstance(releases, _INTEGER) or releases < 1:
             raise ValueError(f"releases must be an integer >= 1, got {releases!r}")
         total_eps, total_delta = self._root_cost((eps, dlt))
         if (

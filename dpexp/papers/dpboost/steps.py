@@ -206,6 +206,24 @@ def para_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
                            np.flatnonzero(parts > t))
 
 
+@njit(cache=True, nogil=True)
+def square_gdf_rows(rows: np.ndarray, scores: np.ndarray, target: np.ndarray, g_star: float,
+                    stats: np.ndarray) -> np.ndarray:
+    """The square loss's gradients ``g = F - y`` of ``rows`` into ``stats[rows, 0]`` and
+    the rows GDF keeps (``|g| <= g*``, Section 3.1), in order: what
+    :func:`~dpexp.papers.dpboost.formulas.gradients` and
+    :func:`~dpexp.papers.dpboost.formulas.gdf_mask` give, bit for bit."""
+    keep = np.empty(rows.shape[0], dtype=rows.dtype)
+    m = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        g = scores[r] - target[r]
+        stats[r, 0] = g
+        keep[m] = r
+        m += abs(g) <= g_star
+    return keep[:m]
+
+
 # ----------------------------------------------------------------------------- tree steps
 
 
@@ -286,6 +304,9 @@ class DPBoostTreeStep:
             # assume (Lemma 1, Corollary 2); unclipped it would not be DP
             np.clip(stats[:, 0], -g_star, g_star, out=stats[:, 0])
             return rows
+        if self.loss == "square" and self.gdf and not self.exact_hessian:
+            # Section 4's setting in one compiled pass over the slot's rows
+            return square_gdf_rows(rows, scores, self.fit.target, g_star, stats)
         row_scores = scores[rows]
         g = gradients(row_scores, self.fit.target[rows], self.loss)
         if self.exact_hessian:
