@@ -59,6 +59,7 @@ PARALLEL = "parallel"
 REL_TOL = 1e-9
 #: The keys of a ledger entry that are not the release's own ``info``.
 _ENTRY_KEYS = frozenset({"index", "what", "epsilon", "delta", "scope", "scope_kinds", "releases"})
+_INTEGER = (int, np.integer)  # the types a release count may have (bool excluded apart)
 T = TypeVar("T")
 
 
@@ -83,15 +84,6 @@ class _Scope:
     n_children: int = 0
     path: tuple[str, ...] = field(default_factory=tuple)
     kinds: tuple[str, ...] = field(default_factory=tuple)
-
-
-def _compose(
-    kind: str, cur: tuple[float, float], old: tuple[float, float], new: tuple[float, float]
-) -> tuple[float, float]:
-    """A scope's cost after one of its children grew from ``old`` to ``new``."""
-    if kind == SEQUENTIAL:
-        return cur[0] + (new[0] - old[0]), cur[1] + (new[1] - old[1])
-    return max(cur[0], new[0]), max(cur[1], new[1])
 
 
 def _check_delta_spend(delta: Any) -> float:
@@ -191,11 +183,25 @@ class Accountant:
         if extra is None:
             root = self._stack[0]
             return root.epsilon, root.delta
-        child_old, child_new = (0.0, 0.0), extra
+        return self._propagate(extra[0], extra[1], write=False)
+
+    def _propagate(self, epsilon: float, delta: float, *, write: bool) -> tuple[float, float]:
+        """The open scopes' costs after a charge of (``epsilon``, ``delta``) in the top
+        scope, innermost first: a sequential scope adds its child's growth, a parallel one
+        keeps the maximum of its children. The root's is returned, and every scope's is
+        stored when ``write`` (the charge is then committed)."""
+        old_e = old_d = 0.0
+        new_e, new_d = epsilon, delta
         for scope in reversed(self._stack):
-            cur = (scope.epsilon, scope.delta)
-            child_old, child_new = cur, _compose(scope.kind, cur, child_old, child_new)
-        return child_new
+            cur_e, cur_d = scope.epsilon, scope.delta
+            if scope.kind == SEQUENTIAL:
+                up_e, up_d = cur_e + (new_e - old_e), cur_d + (new_d - old_d)
+            else:
+                up_e, up_d = max(cur_e, new_e), max(cur_d, new_d)
+            if write:
+                scope.epsilon, scope.delta = up_e, up_d
+            old_e, old_d, new_e, new_d = cur_e, cur_d, up_e, up_d
+        return new_e, new_d
 
     # ------------------------------------------------------------------ scopes
     @contextmanager
@@ -340,7 +346,7 @@ class Accountant:
         dlt = _check_delta_spend(delta)
         if not isinstance(what, str) or not what:
             raise ValueError("what must be a non-empty string describing the release")
-        if isinstance(releases, bool) or not isinstance(releases, int | np.integer) or releases < 1:
+        if isinstance(releases, bool) or not isinstance(releases, _INTEGER) or releases < 1:
             raise ValueError(f"releases must be an integer >= 1, got {releases!r}")
         total_eps, total_delta = self._root_cost((eps, dlt))
         if (
@@ -363,13 +369,8 @@ class Accountant:
         """
         if len(self._stack) != charge.depth:
             raise RuntimeError(f"release {charge.what!r}: its draw opened or closed a scope")
-        child_old, child_new = (0.0, 0.0), (charge.epsilon, charge.delta)
         self._stack[-1].n_children += 1
-        for scope in reversed(self._stack):
-            cur = (scope.epsilon, scope.delta)
-            new = _compose(scope.kind, cur, child_old, child_new)
-            scope.epsilon, scope.delta = new
-            child_old, child_new = cur, new
+        self._propagate(charge.epsilon, charge.delta, write=True)
         top = self._stack[-1]
         entry = {
             "index": len(self._entries),

@@ -111,31 +111,37 @@ _ROW_LANES = 32
 
 
 @njit(cache=True, nogil=True)
-def _hash_rows(X: np.ndarray, bits: np.ndarray, labels: np.ndarray, out: np.ndarray) -> None:
+def _hash_rows(X: np.ndarray, labels: np.ndarray, out: np.ndarray) -> None:
     """``out[i]`` = hash of the canonical words of row ``X[i]`` then ``labels[i]``.
 
     A chain of SplitMix64 rounds per row: each round is a bijection of the running state
     and of the new word, seeded by the row length so rows of different widths differ.
-    ``bits`` is ``X`` viewed as uint64. A block of :data:`_ROW_LANES` rows is first
-    turned into its canonical words, one column of the block per row, then its chains
-    advance one feature at a time together; each chain is the same as alone.
+    A block of :data:`_ROW_LANES` rows is first turned into its canonical words (each
+    value widened to float64 -- exact for float32 and the integers the callers pass --
+    then viewed as uint64), one column of the block per row, then its chains advance one
+    feature at a time together; each chain is the same as alone. ``X`` of any float
+    dtype is read as it is: no float64 copy of the table (a float32 table's copy cost
+    more than the hash itself, issue 43).
     """
     n, d = X.shape
     seed = mix64_scalar(np.uint64(d + 1) * GOLDEN)
     chains = np.empty(_ROW_LANES, dtype=np.uint64)
-    words = np.empty((d, _ROW_LANES), dtype=np.uint64)
+    values = np.empty((d, _ROW_LANES), dtype=np.float64)
+    words = values.view(np.uint64)
     for start in range(0, n, _ROW_LANES):
         m = min(_ROW_LANES, n - start)
+        # canonical words without a branch per value (a table of one-hot zeros and ones
+        # mispredicted half of them): -0.0 + 0.0 is +0.0 and x + 0.0 is x for every other
+        # x; then every NaN (payloads, signs) becomes one word
+        for k in range(m):
+            for j in range(d):
+                values[j, k] = np.float64(X[start + k, j]) + 0.0
+        for j in range(d):
+            for k in range(m):
+                v = values[j, k]
+                words[j, k] = words[j, k] if v == v else _NAN_BITS
         for k in range(m):
             chains[k] = seed
-            for j in range(d):
-                v = X[start + k, j]
-                w = bits[start + k, j]
-                if v != v:
-                    w = _NAN_BITS
-                elif v == 0.0:  # -0.0 == 0.0: one record, one id
-                    w = np.uint64(0)
-                words[j, k] = w
         for j in range(d):
             for k in range(m):
                 chains[k] = mix64_scalar(chains[k] ^ words[j, k]) + GOLDEN
@@ -177,12 +183,14 @@ def _label_words(y: Any, n: int) -> np.ndarray:
 
 
 def _dense_chunks(X: Any) -> Iterator[np.ndarray]:
-    """C-contiguous float64 row blocks of ``X`` (dense or scipy sparse)."""
+    """C-contiguous float row blocks of ``X`` (dense or scipy sparse): float32 and float64
+    tables as they are (the hash widens each value), anything else as float64."""
     if not sp.issparse(X):
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (records x features), got shape {X.shape}")
-        yield np.ascontiguousarray(X, dtype=np.float64)
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        yield np.ascontiguousarray(X, dtype=dtype)
         return
     X = sp.csr_matrix(X)
     step = max(1, _CHUNK_VALUES // max(1, X.shape[1]))
@@ -207,7 +215,7 @@ def record_ids(X: Any, y: Any = None) -> RecordIds:
     start = 0
     for block in blocks:
         stop = start + block.shape[0]
-        _hash_rows(block, block.view(np.uint64), labels[start:stop], out[start:stop])
+        _hash_rows(block, labels[start:stop], out[start:stop])
         start = stop
     return RecordIds(out)
 
@@ -266,6 +274,41 @@ def _assign(u: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.where(parts >= p.size, -1, parts).astype(np.int64)
 
 
+#: :func:`_keyed_parts` counts the edges below a uniform when there are at most this many
+#: parts, else it searches them.
+_COUNT_EDGES_MAX = 64
+
+
+@njit(cache=True, nogil=True)
+def _keyed_parts(values: np.ndarray, key0: np.uint64, key1: np.uint64, edges: np.ndarray,
+                 out: np.ndarray) -> None:
+    """``_assign(keyed_uniform(ids, key), p)`` for one key (``edges = cumsum(p)``), bit
+    for bit, in one compiled pass instead of a dozen array temporaries (issue 43)."""
+    n_edges = edges.shape[0]
+    scale = 1.0 / 9007199254740992.0  # 2**-53, exact
+    for i in range(values.shape[0]):
+        h = mix64_scalar((values[i] * GOLDEN) ^ key0)
+        h = mix64_scalar(h + key1)
+        u = np.float64(h >> np.uint64(11)) * scale
+        # np.searchsorted(edges, u, side="right"), the first edge > u, is the number of
+        # edges <= u (they never decrease): few edges are counted without a branch per
+        # edge (4x faster than the search for an ensemble's 50), many searched
+        if n_edges <= _COUNT_EDGES_MAX:
+            below = 0
+            for j in range(n_edges):
+                below += edges[j] <= u
+        else:
+            below = 0
+            hi = n_edges
+            while below < hi:
+                mid = (below + hi) >> 1
+                if edges[mid] > u:
+                    hi = mid
+                else:
+                    below = mid + 1
+        out[i] = below if below < n_edges else -1
+
+
 def record_partition(ids: RecordIds, proportions: Any, rng: Rng) -> np.ndarray:
     """Part of each record (``-1`` = used by no part), each record drawn independently.
 
@@ -275,10 +318,12 @@ def record_partition(ids: RecordIds, proportions: Any, rng: Rng) -> np.ndarray:
     than 1 the remainder is left unused (``-1``), e.g. a DPBoost ensemble that samples a
     fraction of the data. ``rng`` draws the secret key (structure randomness).
     """
-    _check_ids(ids)
+    values = _check_ids(ids)
     p = _proportions(proportions)
     key = _draw_key(check_rng(rng), ())
-    return _assign(keyed_uniform(ids, key), p)
+    parts = np.empty(values.shape[0], dtype=np.int64)
+    _keyed_parts(values, key[0], key[1], np.cumsum(p), parts)
+    return parts
 
 
 def record_partition_batch(

@@ -19,6 +19,7 @@ from dpexp.privacy import (
     report_noisy_max_one_sided,
     smooth_sensitivity_leaf_2017,
 )
+from dpexp.privacy import mechanisms as M
 from dpexp.privacy.grids import gaussian_grid, laplace_grid
 from dpexp.privacy.randomness import SecureGenerator
 
@@ -235,3 +236,32 @@ def test_discrete_laplace_mechanism_values_and_types(rng):
     assert isinstance(discrete_laplace_mechanism(3.0, epsilon=1.0, rng=rng), int)
     np.testing.assert_array_equal(discrete_laplace_mechanism([3, 4], epsilon=1.0, sensitivity=0, rng=rng),
                                   [3, 4])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_inverse_cdf_draws_equal_the_sequential_sums(seed):
+    """The compiled inverse CDF (runs of equal utilities: short ones added one by one, long
+    ones through the binade steps) draws what the plain cumulative sum of the weights gives
+    (np.cumsum adds one element after the other), on rows of runs of every length."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(40):
+        lengths = rng.integers(1, 40, 30)
+        values = rng.choice([-np.inf, *rng.normal(0, 50, 6)], lengths.size)
+        values[0] = 1.0  # a finite utility first: every row has a positive weight
+        rows.append(np.repeat(values, lengths)[:300])
+    width = min(len(r) for r in rows)
+    x = np.ascontiguousarray(np.array([r[:width] for r in rows]))
+    scale = 0.07
+    u = rng.random((5, x.shape[0]))
+    u[0, :3] = [0.0, np.nextafter(1.0, 0.0), 0.5]
+    out = np.empty(u.shape, dtype=np.int64)
+    M._inverse_cdf_rows(x, scale, u, out)
+    for r in range(x.shape[0]):
+        z = (x[r] - x[r].max()) * scale
+        w = np.array([math.exp(v) for v in z])  # the C library's exp, as the kernel's
+        cum = np.cumsum(w)
+        positive = np.flatnonzero(w > 0)
+        for m in range(u.shape[0]):
+            i = int(np.searchsorted(cum, u[m, r] * cum[-1], side="right"))
+            assert out[m, r] == (i if i < width else positive[-1])

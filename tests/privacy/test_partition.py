@@ -278,3 +278,43 @@ def test_record_ids_holds_uint64_only():
 def test_bad_proportions(props, match):
     with pytest.raises(ValueError, match=match):
         record_partition(record_ids(np.zeros((5, 1))), props, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("n_parts", [1, 3, 50, 64, 65, 500])
+@pytest.mark.parametrize("share", [1.0, 0.6])
+def test_compiled_partition_is_the_keyed_uniform_assignment(n_parts, share):
+    """record_partition (one compiled pass, edges counted or searched) gives the parts of
+    the keyed uniforms assigned by np.searchsorted, with the unused remainder at -1."""
+    rng = np.random.default_rng(n_parts)
+    ids = RecordIds(rng.integers(0, 2**63, 5000, dtype=np.uint64) * np.uint64(3))
+    p = rng.random(n_parts)
+    p[rng.random(n_parts) < 0.2] = 0.0  # empty parts: repeated edges
+    p = p / p.sum() * share if p.sum() > 0 else np.full(n_parts, share / n_parts)
+    parts = record_partition(ids, p, np.random.default_rng(5))
+    key = np.frombuffer(np.random.default_rng(5).bytes(16), dtype=np.uint64)
+    edges = np.cumsum(p)
+    expected = np.searchsorted(edges, keyed_uniform(ids, key), side="right")
+    expected = np.where(expected >= n_parts, -1, expected)
+    assert np.array_equal(parts, expected)
+    assert (share < 1.0) == bool(np.any(parts == -1))
+
+
+def test_float32_ids_canonicalise_as_float64():
+    """A float32 table is hashed as it is (no float64 copy): its ids are those of its
+    float64 values, signed zeros and NaN payloads canonicalised the same way."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 7)).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = 0.0
+    X[rng.random(X.shape) < 0.1] = -0.0
+    X[rng.random(X.shape) < 0.05] = np.inf
+    X[rng.random(X.shape) < 0.05] = np.float32(1e-45)  # subnormal
+    nan_mask = rng.random(X.shape) < 0.1
+    bits = X.view(np.uint32)
+    bits[nan_mask] = np.uint32(0xFFC0_0000) | rng.integers(1, 1 << 20, nan_mask.sum(), dtype=np.uint32)
+    y = rng.integers(0, 2, 300)
+    ids32 = record_ids(X, y).values
+    assert np.array_equal(ids32, record_ids(X.astype(np.float64), y).values)
+    clean = X.astype(np.float64)
+    clean[np.isnan(clean)] = np.nan
+    clean[clean == 0.0] = 0.0
+    assert np.array_equal(ids32, record_ids(clean, y).values)

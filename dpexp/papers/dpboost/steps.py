@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from dpexp.boosting.base import BoostingFit, TreeSlot, add_tree_to_scores
 from dpexp.papers.dpboost.formulas import (
@@ -130,6 +131,40 @@ def chunked_record_ids(X, y: np.ndarray) -> RecordIds:
         for start in range(0, n_rows, step)]))
 
 
+@njit(cache=True, nogil=True)
+def rows_by_part(parts: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, bounds)``: ``rows[bounds[k]:bounds[k + 1]]`` is ``np.flatnonzero(parts ==
+    k)`` for every part ``0 <= k < n_parts`` (a counting sort, stable: what
+    ``np.argsort(parts, kind="stable")`` gives for those parts, without the sort)."""
+    bounds = np.zeros(n_parts + 1, dtype=np.int64)
+    for i in range(parts.shape[0]):
+        k = parts[i]
+        if 0 <= k < n_parts:
+            bounds[k + 1] += 1
+    for k in range(n_parts):
+        bounds[k + 1] += bounds[k]
+    fill = bounds[:-1].copy()
+    rows = np.empty(bounds[n_parts], dtype=np.int64)
+    for i in range(parts.shape[0]):
+        k = parts[i]
+        if 0 <= k < n_parts:
+            rows[fill[k]] = i
+            fill[k] += 1
+    return rows, bounds
+
+
+@njit(cache=True, nogil=True)
+def rows_after_part(rows: np.ndarray, parts: np.ndarray, part: int) -> np.ndarray:
+    """``rows[parts[rows] > part]`` in one pass (a new array; ``rows`` is not written)."""
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        out[m] = r
+        m += parts[r] > part
+    return out[:m]
+
+
 def ensemble_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
                    trees_per_ensemble: int, learning_rate: float,
                    structure: np.random.SeedSequence, *, trim_last: bool = False
@@ -147,16 +182,14 @@ def ensemble_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
         parts = record_partition(ids, props, np.random.default_rng(seed))
         last = trim_last and e == len(seeds) - 1
         n_here = min(trees_per_ensemble, n_trees - t)
-        # the rows of every part at once (a stable sort keeps each part's rows
-        # ascending: np.flatnonzero(parts == te) for each te), not one pass over all
-        # rows per tree
-        by_part = np.argsort(parts, kind="stable")
-        bounds = np.searchsorted(parts[by_part], np.arange(n_here + 1))
+        # the rows of every part at once (each part's rows ascending:
+        # np.flatnonzero(parts == te) for each te), not one pass over all rows per tree
+        by_part, bounds = rows_by_part(parts, n_here)
         later = np.flatnonzero(parts > 0) if last else None  # ascending, shrinks per tree
         with accountant.sequential(f"ensemble {e}"), accountant.parallel(f"trees of ensemble {e}"):
             for te in range(n_here):
                 if later is not None and te:
-                    later = later[parts[later] > te]  # np.flatnonzero(parts > te)
+                    later = rows_after_part(later, parts, te)  # np.flatnonzero(parts > te)
                 yield TreeSlot(t, f"tree {t + 1}", by_part[bounds[te]:bounds[te + 1]], later,
                                position=te + 1, round=e)
                 t += 1
@@ -171,6 +204,24 @@ def para_slots(accountant: Accountant, ids: RecordIds, n_trees: int,
         for t in range(n_trees):
             yield TreeSlot(t, f"tree {t + 1}", np.flatnonzero(parts == t),
                            np.flatnonzero(parts > t))
+
+
+@njit(cache=True, nogil=True)
+def square_gdf_rows(rows: np.ndarray, scores: np.ndarray, target: np.ndarray, g_star: float,
+                    stats: np.ndarray) -> np.ndarray:
+    """The square loss's gradients ``g = F - y`` of ``rows`` into ``stats[rows, 0]`` and
+    the rows GDF keeps (``|g| <= g*``, Section 3.1), in order: what
+    :func:`~dpexp.papers.dpboost.formulas.gradients` and
+    :func:`~dpexp.papers.dpboost.formulas.gdf_mask` give, bit for bit."""
+    keep = np.empty(rows.shape[0], dtype=rows.dtype)
+    m = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        g = scores[r] - target[r]
+        stats[r, 0] = g
+        keep[m] = r
+        m += abs(g) <= g_star
+    return keep[:m]
 
 
 # ----------------------------------------------------------------------------- tree steps
@@ -253,6 +304,9 @@ class DPBoostTreeStep:
             # assume (Lemma 1, Corollary 2); unclipped it would not be DP
             np.clip(stats[:, 0], -g_star, g_star, out=stats[:, 0])
             return rows
+        if self.loss == "square" and self.gdf and not self.exact_hessian:
+            # Section 4's setting in one compiled pass over the slot's rows
+            return square_gdf_rows(rows, scores, self.fit.target, g_star, stats)
         row_scores = scores[rows]
         g = gradients(row_scores, self.fit.target[rows], self.loss)
         if self.exact_hessian:
