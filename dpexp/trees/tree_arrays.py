@@ -16,7 +16,6 @@ import numpy as np
 from numba import njit, prange
 
 from dpexp.trees import parallel as par
-from dpexp.trees.predict import _score_chunk
 
 
 @njit(cache=True, nogil=True)
@@ -60,6 +59,21 @@ def node_arrays(n_nodes, parents, feats, bins_, leaf_ids, leaf_values,
 
 
 @njit(cache=True, nogil=True)
+def score_chunk(codes, order, p0, p1, f, b, add_left, add_right, out):  # pragma: no cover
+    """``out[r] += add_left`` for the rows ``r = order[p0:p1]`` with ``codes[r, f] <= b``
+    (every row when ``f < 0``), ``add_right`` for the others."""
+    rows = order[p0:p1]
+    if f < 0:
+        for p in range(p1 - p0):
+            out[np.uint64(rows[p])] += add_left
+        return
+    col = codes[:, f]
+    for p in range(p1 - p0):
+        r = np.uint64(rows[p])
+        out[r] += add_left if col[r] <= b else add_right
+
+
+@njit(cache=True, nogil=True)
 def _segments(leaf_start, leaf_end, values, scale, n_closed, last_splits):  # pragma: no cover
     """Every scored segment: the leaves closed before the last depth (no split), then
     the last depth's split nodes with their two children's values (leaves
@@ -92,7 +106,7 @@ def _score_segments_par(codes, order, starts, ends, feats, bins_, add_left, add_
     node = par.chunk_nodes(first)
     for c in prange(p0.shape[0]):  # segments hold disjoint rows: no two threads meet
         j = node[c]
-        _score_chunk(codes, order, p0[c], p1[c], feats[j], bins_[j], add_left[j],
+        score_chunk(codes, order, p0[c], p1[c], feats[j], bins_[j], add_left[j],
                      add_right[j], out)
 
 
@@ -119,5 +133,5 @@ def score_segments(codes, order, leaf_start, leaf_end, values, scale, n_closed, 
                             chunk, out)
         return
     for j in range(starts.shape[0]):
-        _score_chunk(codes, order, starts[j], ends[j], feats[j], bins_[j], add_left[j],
+        score_chunk(codes, order, starts[j], ends[j], feats[j], bins_[j], add_left[j],
                      add_right[j], out)
