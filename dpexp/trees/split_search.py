@@ -260,58 +260,90 @@ def _best_block_totals(hj, n_valid, gt, ht, lam, mcw, mcc, f0, f1, best_gain,
     n_bins = hj.shape[1]
     left = np.empty((2, n_bins))
     gains = np.empty(n_bins)
-    listed = np.empty(n_bins, dtype=np.int64)
+    # the listed search's own scratch
+    list_scratch = (np.empty((2, n_bins)), np.empty(n_bins),
+                    np.empty(n_bins, dtype=np.int64))
+    listed = np.zeros(f1, dtype=np.bool_)
     gl_run, hl_run = left[0], left[1]
     parent = gt * gt / (ht + lam)
-    for f in range(f0, f1):
+    for f in range(f0, f1):  # the wide features whose bins are mostly empty first
+        nv = n_valid[f]
+        if nv < LIST_MIN_BINS:
+            continue
+        hf = hj[f]
+        used = 0
+        for b in range(nv):  # a vector count: is the list worth making?
+            used += hf[b, 1] != 0.0
+        listed[f] = used * LIST_MAX_SHARE < nv
+        if listed[f]:
+            best_gain[f], best_bin[f] = _listed_best(hf, nv, gt, ht, lam, mcw, mcc, parent,
+                                                     *list_scratch)
+    for f in range(f0, f1):  # then the others (no call in this loop: vectorised as is)
         nv = n_valid[f]
         hf = hj[f]
-        n = nv
-        used = 0
-        if nv >= LIST_MIN_BINS:  # a vector count: is the list worth making?
-            for b in range(nv):
-                used += hf[b, 1] != 0.0
-        listing = used * LIST_MAX_SHARE < nv
-        if listing:
-            # bin 0, then the bins after it that hold anything (branch-free)
-            listed[0] = 0
-            n = 1
-            for b in range(1, nv):
-                listed[n] = b
-                n += (hf[b, 0] != 0.0) | (hf[b, 1] != 0.0)
-            gl = 0.0
-            hl = 0.0
-            for i in range(n):
-                b = listed[i]
-                gl += hf[b, 0]
-                hl += hf[b, 1]
-                gl_run[i] = gl
-                hl_run[i] = hl
-        else:
-            gl = 0.0
-            hl = 0.0
-            for b in range(nv):
-                gl += hf[b, 0]
-                hl += hf[b, 1]
-                gl_run[b] = gl
-                hl_run[b] = hl
-        for i in range(n):
-            gl = gl_run[i]
-            hl = hl_run[i]
+        if listed[f]:
+            continue
+        gl = 0.0
+        hl = 0.0
+        for b in range(nv):
+            gl += hf[b, 0]
+            hl += hf[b, 1]
+            gl_run[b] = gl
+            hl_run[b] = hl
+        for b in range(nv):
+            gl = gl_run[b]
+            hl = hl_run[b]
             hr = ht - hl
             gr = gt - gl
             gain = gl * gl / (hl + lam) + gr * gr / (hr + lam) - parent
             # no counts: a child's count is its hessian sum (cl = hl, cr = ct - cl = hr)
             bad = (hl < mcw) | (hr < mcw) | (hl < mcc) | (hr < mcc)
-            gains[i] = -np.inf if bad else gain
+            gains[b] = -np.inf if bad else gain
         best = -np.inf
         arg = -1
-        for i in range(n):
-            if gains[i] > best:
-                best = gains[i]
-                arg = i
+        for b in range(nv):
+            if gains[b] > best:
+                best = gains[b]
+                arg = b
         best_gain[f] = best
-        best_bin[f] = listed[arg] if listing and arg >= 0 else arg
+        best_bin[f] = arg
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _listed_best(hf, nv, gt, ht, lam, mcw, mcc, parent, left, gains,
+                 listed):  # pragma: no cover
+    """:func:`_best_block_totals`' search of one feature ``hf (B, 2)`` over bin 0 and the
+    bins after it that hold anything; returns ``(best gain, its bin)``. IN: ``hf`` and
+    the scalars; OUT (scratch): ``left``, ``gains``, ``listed``."""
+    gl_run, hl_run = left[0], left[1]
+    listed[0] = 0
+    n = 1
+    for b in range(1, nv):  # branch-free
+        listed[n] = b
+        n += (hf[b, 0] != 0.0) | (hf[b, 1] != 0.0)
+    gl = 0.0
+    hl = 0.0
+    for i in range(n):
+        b = listed[i]
+        gl += hf[b, 0]
+        hl += hf[b, 1]
+        gl_run[i] = gl
+        hl_run[i] = hl
+    for i in range(n):
+        gl = gl_run[i]
+        hl = hl_run[i]
+        hr = ht - hl
+        gr = gt - gl
+        gain = gl * gl / (hl + lam) + gr * gr / (hr + lam) - parent
+        bad = (hl < mcw) | (hr < mcw) | (hl < mcc) | (hr < mcc)
+        gains[i] = -np.inf if bad else gain
+    best = -np.inf
+    arg = -1
+    for i in range(n):
+        if gains[i] > best:
+            best = gains[i]
+            arg = i
+    return best, (listed[arg] if arg >= 0 else -1)
 
 
 @njit(cache=True, nogil=True)
