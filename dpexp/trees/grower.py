@@ -43,13 +43,13 @@ from dpexp.trees.levels import HistogramLevels, level_children
 from dpexp.trees.partition import in_place_cut
 from dpexp.trees.predict import (
     add_leaf_segments,
-    add_split_segments,
     add_tree_binned,
     add_tree_binned_rows,
     apply_binned_dense,
 )
 from dpexp.trees.row_stores import GrowWorkspace, InPlaceRows, RowStore, row_store
-from dpexp.trees.tree import NUMERIC, ArrayTree
+from dpexp.trees.tree import ArrayTree
+from dpexp.trees.tree_arrays import node_arrays, score_segments
 
 __all__ = ["GrowWorkspace", "GrownTree", "LeafContext", "LeafPolicy", "SplitContext",
            "SplitPolicy", "grow_tree"]
@@ -183,6 +183,7 @@ class _Level:
 
 _NO_COUNTS = np.zeros(0, dtype=np.int64)  # level_children: rows going left from counts
 _NO_HIST = np.zeros((0, 0, 0, 0))  # the compiled step's output below the last split
+_NO_SPLITS = np.zeros((4, 0), dtype=np.int64)  # score_segments: every leaf partitioned
 
 #: Trees on the in-place row store run their level loop compiled
 #: (:mod:`dpexp.trees.fused_levels`: the same kernels on the same buffers, the same
@@ -213,7 +214,7 @@ class _LevelGrower:
         self.leaves = _LeafCollector()
         # the last depth's splits scored without a partition: needs the row counts
         self.fuse_last = fuse_last
-        self.last_splits: tuple[np.ndarray, ...] | None = None  # (starts, ends, feats, bins)
+        self.last_splits: np.ndarray | None = None  # (4, n): starts, ends, feats, bins
         # the compiled level loop's arguments (None: the reference loop)
         self.kernel = (store.kernel_args() if COMPILED_LEVELS and type(store) is InPlaceRows
                        else None)
@@ -250,7 +251,7 @@ class _LevelGrower:
         self.nodes.load(parents, feats, bins_, sizes)
         self.leaves.add(l_ids, l_totals, l_starts, l_ends)
         if last.shape[1]:
-            self.last_splits = (last[0], last[1], last[2], last[3])
+            self.last_splits = last
 
     def root(self, stats: np.ndarray) -> _Level:
         order = self.store.order
@@ -301,7 +302,7 @@ class _LevelGrower:
             return None
         f_s, b_s = feat[js], bin_[js]
         if scored:
-            self.last_splits = (lv.starts[js], lv.ends[js], f_s, b_s)
+            self.last_splits = np.stack((lv.starts[js], lv.ends[js], f_s, b_s))
         node_ids = self.nodes.split(lv.node_ids[js], f_s, b_s)
         hist = None
         if not last and self.kernel is not None:
@@ -366,7 +367,8 @@ def grow_tree(
                              max_depth=max_depth, split_policy=split_policy,
                              leaf_policy=leaf_policy, rng=rng, accountant=accountant,
                              n_outputs=n_outputs, label=label, unit_last=unit_last)
-    store = row_store(data, stats, rows, ws, unit_last)
+    # with scores the tree's order is returned only when the last depth splits nothing
+    store = row_store(data, stats, rows, ws, unit_last, order_in_workspace=scores is not None)
     grower = _LevelGrower(store, mapper, data.n_features, stats.shape[1], max_depth,
                           split_policy, rng, accountant, label, ws,
                           fuse_last=scores is not None and store.counts_rows)
@@ -436,7 +438,8 @@ def _grow_compact(data: BinnedData, stats: np.ndarray, rows: np.ndarray, mapper:
 def _finish(grower: _LevelGrower, data: BinnedData, leaf_policy: LeafPolicy,
             mapper: BinMapper, n_outputs: int, k_stats: int, scores: np.ndarray | None,
             score_scale: float) -> GrownTree:
-    """Leaf values from the leaf policy, the tree's arrays, and the score update."""
+    """Leaf values from the leaf policy, the tree's arrays, and the score update (both
+    compiled: :mod:`dpexp.trees.tree_arrays`)."""
     order = grower.store.order
     ids, leaf_totals, leaf_start, leaf_end = grower.leaves.arrays(k_stats)
     depth_arr = grower.nodes.depth_array()
@@ -446,24 +449,20 @@ def _finish(grower: _LevelGrower, data: BinnedData, leaf_policy: LeafPolicy,
         accountant=grower.accountant, label=grower.label,
     )
     values = np.asarray(leaf_policy(lctx), dtype=np.float64).reshape(ids.size, n_outputs)
-    tree, bins = grower.nodes.build(ids, values, n_outputs, depth_arr, mapper)
-    segments = GrownTree(tree=tree, bins=bins, order=order, leaf_start=leaf_start,
-                         leaf_end=leaf_end, leaf_node=ids)
+    tree, bins = grower.nodes.build(ids, values, depth_arr, mapper)
     if scores is None:
-        return segments
-    v = values[:, 0]
-    if grower.last_splits is None:
-        add_leaf_segments(order, leaf_start, leaf_end, v, float(score_scale), scores)
-        return segments
+        return GrownTree(tree=tree, bins=bins, order=order, leaf_start=leaf_start,
+                         leaf_end=leaf_end, leaf_node=ids)
     # the leaves closed before the last depth, then its split nodes' two children
-    s_s, e_s, f_s, b_s = grower.last_splits
-    n_closed = ids.size - 2 * s_s.size
-    none = np.full(n_closed, -1, dtype=np.int64)
-    add_split_segments(
-        data.codes_by_feature(), order, np.concatenate([leaf_start[:n_closed], s_s]),
-        np.concatenate([leaf_end[:n_closed], e_s]), np.concatenate([none, f_s]),
-        np.concatenate([none, b_s]), np.concatenate([v[:n_closed], v[n_closed::2]]),
-        np.concatenate([v[:n_closed], v[n_closed + 1::2]]), float(score_scale), scores)
+    last = _NO_SPLITS if grower.last_splits is None else grower.last_splits
+    score_segments(data.codes_by_feature(), order, leaf_start, leaf_end,
+                   np.ascontiguousarray(values[:, 0]), float(score_scale),
+                   ids.size - 2 * last.shape[1], last,
+                   par.PARTITION_PARALLEL_MIN_ROWS if par.n_threads() > 1 else 0,
+                   par.PARTITION_CHUNK_ROWS, scores)
+    if grower.last_splits is None:
+        return GrownTree(tree=tree, bins=bins, order=order, leaf_start=leaf_start,
+                         leaf_end=leaf_end, leaf_node=ids)
     return GrownTree(tree=tree, bins=bins)
 
 
@@ -501,28 +500,15 @@ class _NodeTable:
     def depth_array(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.level_sizes), dtype=np.int32), self.level_sizes)
 
-    def build(self, leaf_ids, leaf_values, n_outputs: int, depth, mapper: BinMapper
+    def build(self, leaf_ids, leaf_values, depth, mapper: BinMapper
               ) -> tuple[ArrayTree, np.ndarray]:
-        n = self.n_nodes
-        kind = np.zeros(n, dtype=np.int8)  # LEAF
-        feature = np.full(n, -1, dtype=np.int32)
-        threshold = np.full(n, np.nan)
-        child_start = np.full(n, -1, dtype=np.int32)
-        n_children = np.zeros(n, dtype=np.int32)
-        bins = np.full(n, -1, dtype=np.int64)
-        if self.parents:
-            p = np.concatenate(self.parents)
-            f = np.concatenate(self.feats)
-            b = np.concatenate(self.bins)
-            kind[p] = NUMERIC
-            feature[p] = f
-            threshold[p] = mapper.threshold_table[f, b]
-            # the children of a depth's splits are numbered in split order, two each
-            child_start[p] = 1 + 2 * np.arange(p.size)
-            n_children[p] = 2
-            bins[p] = b
-        value = np.zeros((n, n_outputs))
-        value[leaf_ids] = leaf_values
+        empty = np.zeros(0, dtype=np.int64)
+        p, f, b = ((parts[0] if len(parts) == 1 else np.concatenate(parts)) if parts
+                   else empty for parts in (self.parents, self.feats, self.bins))
+        # the children of a depth's splits are numbered in split order, two each
+        kind, feature, threshold, child_start, n_children, value, bins = node_arrays(
+            self.n_nodes, p.astype(np.int64), f.astype(np.int64), b.astype(np.int64),
+            leaf_ids, leaf_values, mapper.threshold_table)
         tree = ArrayTree(kind=kind, feature=feature, threshold=threshold,
                          child_start=child_start, n_children=n_children, value=value,
                          depth=depth)
@@ -542,5 +528,9 @@ class _LeafCollector:
         if not self.parts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, np.zeros((0, k_stats)), empty, empty
-        ids, totals, starts, ends = (np.concatenate(col) for col in zip(*self.parts, strict=True))
+        if len(self.parts) == 1:  # one part (a compiled tree): no copies
+            ids, totals, starts, ends = self.parts[0]
+        else:
+            ids, totals, starts, ends = (np.concatenate(col)
+                                         for col in zip(*self.parts, strict=True))
         return ids.astype(np.int64), totals.reshape(-1, k_stats), starts, ends

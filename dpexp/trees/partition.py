@@ -33,6 +33,18 @@ def is_sorted(a):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
+def copy_if_sorted(a, out):  # pragma: no cover
+    """``out[:] = a`` when ``a`` is non-decreasing (one pass for both); returns whether
+    it is (``out`` is then not fully written)."""
+    bad = 0
+    for i in range(a.shape[0]):  # no early exit: vectorised, and rows are mostly sorted
+        out[i] = a[i]
+        if i:
+            bad += a[i] < a[i - 1]
+    return bad == 0
+
+
+@njit(cache=True, nogil=True)
 def _mask_chunk(codes, order, lo, hi, f, b, mask):  # pragma: no cover
     """``mask[p] = 1`` where row ``order[p]`` goes left (``codes[r, f] <= b``; every row
     when ``f < 0``), for ``p`` in ``lo:hi``; returns how many go left."""

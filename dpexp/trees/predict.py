@@ -166,57 +166,6 @@ def add_leaf_segments(order, seg_start, seg_end, seg_value, scale, out) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _score_chunk(codes, order, p0, p1, f, b, add_left, add_right, out):  # pragma: no cover
-    """``out[r] += add_left`` for the rows ``r = order[p0:p1]`` with ``codes[r, f] <= b``
-    (every row when ``f < 0``), ``add_right`` for the others."""
-    rows = order[p0:p1]
-    if f < 0:
-        for p in range(p1 - p0):
-            out[np.uint64(rows[p])] += add_left
-        return
-    col = codes[:, f]
-    for p in range(p1 - p0):
-        r = np.uint64(rows[p])
-        out[r] += add_left if col[r] <= b else add_right
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _score_par(codes, order, starts, ends, feats, bins, add_left, add_right, chunk,
-               out):  # pragma: no cover
-    p0, p1, first = par.row_chunks(starts, ends, chunk)
-    node = par.chunk_nodes(first)
-    for c in prange(p0.shape[0]):  # segments hold disjoint rows: no two threads meet
-        j = node[c]
-        _score_chunk(codes, order, p0[c], p1[c], feats[j], bins[j], add_left[j],
-                     add_right[j], out)
-
-
-@njit(cache=True, nogil=True)
-def _score_ser(codes, order, starts, ends, feats, bins, add_left, add_right, chunk,
-               out):  # pragma: no cover
-    for j in range(starts.shape[0]):
-        _score_chunk(codes, order, starts[j], ends[j], feats[j], bins[j], add_left[j],
-                     add_right[j], out)
-
-
-def add_split_segments(codes, order, starts, ends, feats, bins, value_left, value_right,
-                       scale, out) -> None:
-    """``out[r] += scale * v`` for the rows ``r`` of every segment ``order[s:e]``: ``v``
-    is ``value_left[j]`` for the rows with ``codes[r, feats[j]] <= bins[j]`` (all of them
-    when ``feats[j]`` is -1, a leaf), else ``value_right[j]``. The last depth of a tree
-    scores its rows this way without being partitioned; every row gets one addition of
-    ``scale * v`` (as :func:`add_leaf_segments`), so threads never change a bit.
-    IN: ``codes``, ``order``, the segments and their splits and values; IN/OUT: ``out``."""
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
-    rows = int(np.sum(ends - starts)) if starts.size else 0
-    kernel = _score_par if par.use_parallel(rows, par.PARTITION_PARALLEL_MIN_ROWS) else _score_ser
-    kernel(codes, order, starts, ends, np.asarray(feats, dtype=np.int64),
-           np.asarray(bins, dtype=np.int64), float(scale) * np.asarray(value_left, np.float64),
-           float(scale) * np.asarray(value_right, np.float64), par.PARTITION_CHUNK_ROWS, out)
-
-
-@njit(cache=True, nogil=True)
 def _leaf_of_float(X, i, feature, threshold, child_start):  # pragma: no cover
     node = 0
     while child_start[node] >= 0:

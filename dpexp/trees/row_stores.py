@@ -34,7 +34,13 @@ from dpexp.trees.histograms import (
     merged_possible,
     plan_settings,
 )
-from dpexp.trees.partition import is_sorted, partition_dense, partition_rows, partition_sparse
+from dpexp.trees.partition import (
+    copy_if_sorted,
+    is_sorted,
+    partition_dense,
+    partition_rows,
+    partition_sparse,
+)
 
 # From this many rows a tree keeps its statistics in row order, moved along by every
 # partition (MovedStatsRows): below it the table is cache-resident and gathering the
@@ -235,12 +241,17 @@ class SparseRows:
 
 
 def row_store(data: BinnedData, stats: np.ndarray, rows: np.ndarray, ws: GrowWorkspace,
-              unit_last: bool = False) -> RowStore:
+              unit_last: bool = False, *, order_in_workspace: bool = False) -> RowStore:
     """The storage for a tree grown on the rows ``rows`` (any order) of ``data``, its
     ``order`` sorted. ``stats``: C-contiguous float64 ``(n, K)``. The caller's ``rows``
-    are never written."""
+    are never written. ``order_in_workspace``: a dense table's ``order`` of fewer than
+    :data:`MOVE_STATS_MIN_ROWS` rows is kept in ``ws`` (as the larger tables' are), not
+    in a new array: the caller reads it before the next tree (no page faults afresh)."""
     order = np.asarray(rows, dtype=np.int64)
-    if not is_sorted(order):
+    if order_in_workspace and not data.is_sparse and order.size < MOVE_STATS_MIN_ROWS:
+        buf = ws.array("order_in_place", order.shape, np.int64)
+        order = buf if copy_if_sorted(order, buf) else np.sort(order)
+    elif not is_sorted(order):
         order = np.sort(order)
     elif data.is_sparse or order.size < MOVE_STATS_MIN_ROWS:
         order = order.copy()  # partitioned in place; MovedStatsRows never writes it

@@ -122,3 +122,56 @@ def test_min_gain_makes_leaves_of_nodes_that_do_not_improve_enough():
     assert keep.any() and (~keep).any()
     np.testing.assert_array_equal(f2, np.where(keep, feat, -1))
     np.testing.assert_array_equal(b2, np.where(keep, bins, -1))
+
+
+def _first_best_by_numpy(hist, n_valid, totals, rule):
+    """The grower's search written plainly: every bin's gain from running sums in bin
+    order (np.cumsum adds in order), the first best bin of each feature, then the first
+    best feature (strict ``>``)."""
+    lam, mcw, mcc = rule.reg_lambda, rule.min_child_weight, rule.min_child_count
+    nb, d = hist.shape[:2]
+    feat = np.full(nb, -1)
+    bins = np.full(nb, -1)
+    gains = np.full(nb, -np.inf)
+    for j in range(nb):
+        gt, ht = totals[j]
+        parent = gt * gt / (ht + lam)
+        for f in range(d):
+            nv = n_valid[f]
+            gl = np.cumsum(hist[j, f, :nv, 0])
+            hl = np.cumsum(hist[j, f, :nv, 1])
+            hr, gr = ht - hl, gt - gl
+            g = gl * gl / (hl + lam) + gr * gr / (hr + lam) - parent
+            bad = (hl < mcw) | (hr < mcw) | (hl < mcc) | (hr < mcc)
+            g = np.where(bad, -np.inf, g)
+            if nv and g.max() > gains[j]:
+                gains[j], feat[j], bins[j] = g.max(), f, int(np.argmax(g))
+    return feat, bins, gains
+
+
+@pytest.mark.parametrize("share", [0.02, 0.1, 0.3, 0.6, 1.0])
+@pytest.mark.parametrize("mcw, mcc", [(1e-3, 1.0), (0.0, 0.0)])
+def test_wide_features_with_empty_bins_give_the_plain_search_bits(share, mcw, mcc):
+    """Features of 255 bins where only a ``share`` of the bins hold rows (the search
+    then runs over the bins in use only): the same split, gain bit for bit, as the
+    plain search over every bin -- with empty bins holding -0.0 gradients or a rounding
+    residue without rows, and (``mcw = mcc = 0``) an empty bin 0 that may win."""
+    rng = np.random.default_rng(int(share * 100) + int(mcc))
+    nb, d, n_bins = 6, 5, 255
+    hist = np.zeros((nb, d, n_bins, 2))
+    used = rng.random((nb, d, n_bins)) < share
+    hist[..., 1] = np.where(used, rng.integers(1, 6, used.shape), 0.0)
+    hist[..., 0] = np.where(used, rng.normal(size=used.shape), 0.0)
+    empty = np.argwhere(~used)
+    if len(empty):
+        for j, f, b in empty[rng.choice(len(empty), min(40, len(empty)), replace=False)]:
+            hist[j, f, b, 0] = rng.choice([-0.0, 1e-17, -3e-18])
+    hist[:, :, 0] = 0.0  # bin 0 empty everywhere
+    totals = np.ascontiguousarray(hist[:, 0].sum(axis=1))
+    n_valid = np.array([254, 254, 200, 20, 3])
+    rule = SS.SplitRule(LAM, mcw, mcc, -np.inf)
+    expected = _first_best_by_numpy(hist, n_valid, totals, rule)
+    for kernel in (SS._best_ser, SS._best_par):
+        got = kernel(hist, n_valid, np.zeros((0, 0, 0)), totals, rule, 2)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
