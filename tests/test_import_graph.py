@@ -25,7 +25,7 @@ PACKAGE = Path(dpexp.__file__).resolve().parent
 #: Layers, lowest first: a module imports only from its own layer or below (docs/ARCHITECTURE.md).
 LAYERS = (
     ("dpexp", "dpexp.errors", "dpexp.seeding", "dpexp.paths", "dpexp.lazy_exports",
-     "dpexp.side_envs"),
+     "dpexp.side_envs", "dpexp.jit"),
     ("dpexp.registry", "dpexp.datasets"),
     ("dpexp.privacy",),
     ("dpexp.trees", "dpexp.preprocessing"),

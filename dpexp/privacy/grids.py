@@ -21,9 +21,9 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from numba import njit
 
 from dpexp.errors import check_epsilon
+from dpexp.jit import njit
 from dpexp.privacy.calibration import (
     analytic_gaussian_sigma,
     discrete_gaussian_delta,

@@ -39,9 +39,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from dpexp.errors import check_epsilon
+from dpexp.jit import njit
 from dpexp.privacy.calibration import (
     check_delta,
     check_sensitivity,

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.privacy.randomness import Rng, check_rng
 
 __all__ = [

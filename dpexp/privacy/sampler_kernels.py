@@ -24,7 +24,8 @@ e**-2048``); the docstrings state the resulting total-variation bounds.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from dpexp.jit import njit
 
 __all__ = [
     "BERNOULLI",

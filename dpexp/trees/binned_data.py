@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.trees.row_codes import RowCodes, row_major_codes
 from dpexp.trees.sparse_features import SparseFeatureCodes, sparse_feature_codes
 

@@ -31,8 +31,8 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.trees.binned_data import BAND_ROWS, BinnedData
 
 MAX_BINS = 255

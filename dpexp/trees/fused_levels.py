@@ -26,8 +26,8 @@ a tree is bit for bit the reference's (``tests/trees/test_fused_levels.py``,
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.trees.hist_plan import hist_parallel, hist_serial
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import _subtract_flat_par, _subtract_flat_ser, level_children

@@ -16,8 +16,8 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.trees import parallel as par
 
 _NO_INT = np.zeros(0, dtype=np.int64)

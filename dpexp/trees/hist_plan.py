@@ -24,8 +24,8 @@ give bit-identical histograms.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 from dpexp.trees.hist_layout import as_named
 from dpexp.trees.hist_tasks import column_task, gather_span, row_list_chunk

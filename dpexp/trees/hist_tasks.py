@@ -20,8 +20,8 @@ wraparound arithmetic of negative indices to every such access.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.trees.pair_add import add_pair
 
 _ALL = np.zeros(0, dtype=np.int64)  # n_values of _dense_features: clear every bin

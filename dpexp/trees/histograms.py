@@ -50,8 +50,8 @@ give bit-identical histograms.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 from dpexp.trees.hist_layout import DenseLayout, HistPlanSettings, dense_layout
 from dpexp.trees.hist_plan import hist_parallel, hist_serial

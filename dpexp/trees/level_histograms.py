@@ -19,8 +19,8 @@ threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 from dpexp.trees.pair_add import add_pair
 

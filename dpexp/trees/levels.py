@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit
+
+from dpexp.jit import njit
 
 # Elementary updates below which a kernel runs on one thread (about 10 ms of serial work).
 PARALLEL_MIN_WORK = 1 << 24

@@ -18,8 +18,8 @@ negative, and would add the wraparound arithmetic of negative indices to every a
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 
 

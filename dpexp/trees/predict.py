@@ -11,8 +11,8 @@ threads gives the same scores bit for bit.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.trees.sparse_features import SparseFeatureCodes
 
 # tables of at most this many histogram columns (dense features + bundles) and bins in

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit
+
+from dpexp.jit import njit
 
 # a feature is "sparse" when at most this share of its entries differs from its most
 # frequent code (binary/one-hot columns: at most half by definition); the others stay

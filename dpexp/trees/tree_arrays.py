@@ -13,8 +13,8 @@ for bit (the same products, one addition per row).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.trees import parallel as par
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from dpexp.boosting.base import BoostingFit, TreeSlot, add_tree_to_scores
+from dpexp.jit import njit
 from dpexp.papers.dpboost.formulas import (
     dpboost_subset_proportions,
     exact_hessians,

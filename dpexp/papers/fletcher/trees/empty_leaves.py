@@ -21,8 +21,8 @@ secret is not part of the release (see docs/estimators/fletcher.md).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.papers.fletcher.trees.keys import kernel_array
 from dpexp.privacy.calibration import discrete_laplace_scale
 from dpexp.privacy.sampler_kernels import discrete_laplace_kernel, discrete_laplace_rows

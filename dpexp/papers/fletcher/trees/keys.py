@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.privacy.partition import GOLDEN, mix64, mix64_scalar
 
 #: Salts of a node's two uniforms: its feature (line 4 of Algorithm 2) and its split point.

@@ -8,8 +8,8 @@ while a level is small and Knuth's unbiased estimate below that.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.papers.fletcher.trees.keys import TreeSchema, count_available, kernel_args, pick_feature
 from dpexp.privacy.partition import mix64_scalar
 

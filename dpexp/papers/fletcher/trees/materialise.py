@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from dpexp.jit import njit
 from dpexp.papers.fletcher.trees.keys import (
     SALT_SPLIT,
     TreeSchema,

@@ -11,8 +11,8 @@ bit: :func:`materialised_grid` is :func:`~dpexp.papers.fletcher.trees.routing.ro
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.papers.fletcher.trees.empty_leaves import empty_leaf_label_scalar
 from dpexp.papers.fletcher.trees.keys import TreeSchema, kernel_args, kernel_array
 from dpexp.papers.fletcher.trees.materialise import MaterialisedForest

@@ -16,8 +16,8 @@ may be a function of its key alone: an empty leaf's label comes from
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
+from dpexp.jit import njit, prange
 from dpexp.papers.fletcher.trees.empty_leaves import empty_leaf_label_scalar
 from dpexp.papers.fletcher.trees.keys import (
     SALT_FEATURE,
