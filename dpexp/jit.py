@@ -20,13 +20,13 @@ first imported (idempotent).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from numba import njit, prange
 from numba.core import caching
+
+from dpexp.paths import source_digest
 
 __all__ = ["NOT_KERNEL_CODE", "kernel_code_digest", "njit", "prange"]
 
@@ -36,17 +36,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parent
 NOT_KERNEL_CODE = ("cli", "experiments", "datasets", "render", "audit")
 
 
-@functools.cache
 def kernel_code_digest(root: Path = PACKAGE_ROOT) -> str:
-    """The sha256 of every ``.py`` file under ``root`` but those of :data:`NOT_KERNEL_CODE`
-    (paths relative to ``root``, so a checkout anywhere gives the same digest)."""
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in NOT_KERNEL_CODE:
-            continue
-        h.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The sha256 of every ``.py`` file under ``root`` but those of :data:`NOT_KERNEL_CODE`."""
+    return source_digest(root, NOT_KERNEL_CODE)
 
 
 def _below(py_file: str, root: Path) -> bool:

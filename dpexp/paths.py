@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from pathlib import Path
 
@@ -17,6 +19,20 @@ from dpexp.errors import DpexpError
 #: The folder holding the package: the checkout of an editable install. Resolved once (a
 #: plan of every experiment asks for the project 3,400 times; each resolve walks the path).
 _CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def source_digest(root: Path, excluded: tuple[str, ...]) -> str:
+    """The sha256 of every ``.py`` file under ``root`` but those in its top-level folders
+    ``excluded`` (paths relative to ``root``, so a checkout anywhere gives the same digest):
+    what a compiled kernel or a calibration's fit time may depend on."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in excluded:
+            continue
+        h.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def project_root() -> Path:

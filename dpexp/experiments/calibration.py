@@ -38,7 +38,7 @@ from dpexp.experiments.execute import WARMUP_ROWS
 from dpexp.experiments.harness_params import estimator_params
 from dpexp.experiments.spec import CVScheme, DatasetRef, ExperimentSpec
 from dpexp.experiments.timings import tree_params
-from dpexp.paths import data_dir
+from dpexp.paths import data_dir, source_digest
 from dpexp.privacy.randomness import seeded_noise
 from dpexp.registry import (
     TreeParams,
@@ -110,18 +110,9 @@ def _version(package: str) -> str:
         return ""
 
 
-@functools.cache
 def _code_digest() -> str:
-    """The sha256 of dpexp's fitting code: every module but those of :data:`_NOT_FITTING`
-    (paths relative to the package, so a checkout anywhere gives the same digest)."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in _NOT_FITTING:
-            continue
-        h.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The sha256 of dpexp's fitting code: every module but those of :data:`_NOT_FITTING`."""
+    return source_digest(Path(__file__).resolve().parents[1], _NOT_FITTING)
 
 
 @functools.cache
