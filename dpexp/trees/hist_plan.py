@@ -220,11 +220,12 @@ def _hist_plan(starts, ends, out, feats, bundles, lists, tail, settings,
                           settings.max_row_columns, settings.chunk_rows, settings.max_chunks,
                           settings.split_columns if parallel else 0)
     n_parts = tasks[6][nb]
-    # partial histograms of the dense features, by position in feats (not feature id)
-    part_d = np.empty((n_parts if feats.shape[0] > 0 else 0, feats.shape[0], out.shape[2],
-                       k_stats))
-    part_b = np.empty((n_parts if n_bundles > 0 else 0, n_bundles, b_width, k_stats))
-    wb = np.empty((nb if n_bundles > 0 else 0, n_bundles, b_width, k_stats))
+    # partial histograms of the dense features, by position in feats (not feature id).
+    # Leading dimensions are kept when a buffer is empty (0 features or bundles: 0 bytes),
+    # so that every task's ``part_d[q]``, ``part_b[q]`` and ``wb[j]`` is an in-bounds view.
+    part_d = np.empty((n_parts, feats.shape[0], out.shape[2], k_stats))
+    part_b = np.empty((n_parts, n_bundles, b_width, k_stats))
+    wb = np.empty((nb, n_bundles, b_width, k_stats))
     n_sparse = tail.features.shape[0]
     use_lists = n_bundles == 0 and n_sparse > 0 and lists.indptr.shape[0] > 0
     ch0, ch1, chf = par.row_chunks(starts, ends, settings.sparse_chunk_rows)
