@@ -3,12 +3,9 @@ the parsing of list-valued options. No command lives here."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import signal
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from dpexp.cli.interrupts import INTERRUPTED, TERMINATED, Terminated, signals_as_interrupts
 from dpexp.errors import DpexpError, DpexpWarning
 from dpexp.paths import default_figures_dir, default_results_dir
 
@@ -42,7 +40,7 @@ def guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with warnings.catch_warnings(), _terminate_as_interrupt():
+        with warnings.catch_warnings(), signals_as_interrupts():
             warnings.showwarning = _one_line_warnings(warnings.showwarning)
             try:
                 return fn(*args, **kwargs)
@@ -56,35 +54,6 @@ def guarded(fn: F) -> F:
                 raise typer.Exit(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-#: Exit status after Ctrl-C (128 + SIGINT), as a shell reports a process it interrupted.
-INTERRUPTED = 130
-#: Exit status after SIGTERM (128 + 15).
-TERMINATED = 143
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C would be, so a terminated run stops the same way: its
-    workers stopped, its finished cells kept, one line saying how to resume."""
-
-
-def _raise_terminated(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature
-    raise Terminated
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt():
-    """Handle SIGTERM like Ctrl-C while a command runs (main thread only: signal handlers
-    cannot be set elsewhere, e.g. under a test runner's thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line_warnings(default: Callable) -> Callable:

@@ -3,6 +3,7 @@ its notes, numbers are written out, ``report`` shows progress and ends with its 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -96,3 +97,43 @@ def test_report_shows_progress_and_ends_with_its_files(tmp_path):
     tail = res.output.strip().splitlines()[-4:]
     assert [line.split("/")[-1] for line in tail[:3]] == ["REPORT.md", "report.html", "summary.json"]
     assert tail[-1].startswith("re-rendered 1 figure under")
+
+
+def _swallowing_callback() -> ctypes._CFuncPtr:
+    """A C function pointer to Python code that raises KeyboardInterrupt: called through
+    ctypes, the exception goes to ``sys.unraisablehook`` and the call returns, as a Ctrl-C
+    landing in llvmlite's object-cache hook while numba compiles does."""
+
+    def raise_interrupt() -> None:
+        raise KeyboardInterrupt
+
+    return ctypes.CFUNCTYPE(None)(raise_interrupt)
+
+
+def test_an_interrupt_swallowed_by_a_c_callback_still_stops_a_command(monkeypatch):
+    import dpexp.experiments.catalog as catalog
+
+    callback = _swallowing_callback()
+
+    def compile_then_work(*_args, **_kwargs):
+        callback()  # swallowed: without the resend, the command would finish normally
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise AssertionError("the swallowed interrupt was not sent again")
+
+    monkeypatch.setattr(catalog, "resolve", compile_then_work)
+    res = CliRunner().invoke(app, ["show", "fig2"])
+    assert res.exit_code == 130 and "interrupted" in res.output, res.output
+
+
+def test_outside_a_command_a_swallowed_interrupt_is_only_reported():
+    seen = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        _swallowing_callback()()
+        time.sleep(0.2)  # past RESEND_AFTER: nothing is sent again
+    finally:
+        sys.unraisablehook = previous
+    assert [u.exc_type for u in seen] == [KeyboardInterrupt]
