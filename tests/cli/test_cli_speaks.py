@@ -50,15 +50,29 @@ def test_a_signalled_run_exits_with_the_shell_code(tmp_path, sig, codes):
     run went on: 1 of 25 runs on 9d06514, in CI once.)"""
     cmd = [sys.executable, "-m", "dpexp.cli", "run", "fletcher-fig7", "--scale", "paper", "--jobs", "1",
            "--no-render", "--results-dir", str(tmp_path / "r"), "--figures-dir", str(tmp_path / "f")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    cells = tmp_path / "r" / "cache"
-    while not any(cells.glob("*/*/seed-*/*.json")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=120)
+    # Ctrl-C as a terminal delivers it: a test run started in the background of a
+    # non-interactive shell ignores SIGINT, which its children (and Python) inherit.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)
+    try:
+        deadline = time.monotonic() + 120
+        cells = tmp_path / "r" / "cache"
+        while not any(cells.glob("*/*/seed-*/*.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # no paper-scale run left behind by a failed test
+            proc.kill()
+            proc.wait()
     assert proc.returncode in codes, stderr[-2000:]
+
+
+def _interruptible() -> None:
+    """In the child before it runs Python: SIGINT's default action, so that Python
+    installs its Ctrl-C handler (it keeps a SIGINT it inherits as ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_show_wraps_its_notes():
