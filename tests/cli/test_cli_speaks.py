@@ -137,7 +137,13 @@ def test_an_interrupt_swallowed_by_a_c_callback_still_stops_a_command(monkeypatc
         raise AssertionError("the swallowed interrupt was not sent again")
 
     monkeypatch.setattr(catalog, "resolve", compile_then_work)
-    res = CliRunner().invoke(app, ["show", "fig2"])
+    # Python's Ctrl-C handler, as in a terminal (a test run started in the background of
+    # a non-interactive shell inherits SIGINT ignored, and the resent signal would be too)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        res = CliRunner().invoke(app, ["show", "fig2"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert res.exit_code == 130 and "interrupted" in res.output, res.output
 
 
