@@ -313,13 +313,14 @@ class Accountant:
         (``what``, ``releases``, ``mechanism``, ``sensitivity``, the round's ``info``).
         The rounds' composed total is checked before anything is drawn; nothing is
         charged when ``select`` raises."""
-        charges = self._checked_charges([(epsilon, 0.0, r.what, r.releases) for r in rounds])
+        charges, costs = self._checked_charges(
+            [(epsilon, 0.0, r.what, r.releases) for r in rounds])
         n_draws = sum(r.releases for r in rounds)
         out = mechanisms.exponential_uniforms(select, epsilon=epsilon, sensitivity=sensitivity,
                                               rng=rng, n_draws=n_draws)
-        for charge, r in zip(charges, rounds, strict=True):
-            self._commit(charge, {"mechanism": "exponential",
-                                  "sensitivity": float(sensitivity), **r.info})
+        sens = float(sensitivity)
+        self._commit_all(charges, [{"mechanism": "exponential", "sensitivity": sens, **r.info}
+                                   for r in rounds], costs)
         return out
 
     def noisy_max_one_sided(self, counts: Any, *, epsilon: float, rng: Rng, what: str,
@@ -384,41 +385,54 @@ class Accountant:
             while opened:
                 opened.pop()[1].__exit__(None, None, None)
 
-    def _checked_charge(self, epsilon: float, delta: float, what: str, releases: int,
-                        costs: list[tuple[float, float]] | None = None) -> _Charge:
-        """Validate a charge and check it fits the budget (``costs``: the scopes' costs
-        to start from, see :meth:`_propagate`); record nothing yet."""
+    def _checked_charge(self, epsilon: float, delta: float, what: str,
+                        releases: int) -> _Charge:
+        """Validate a charge and check it fits the budget; record nothing yet."""
+        charge = self._valid_charge(epsilon, delta, what, releases)
+        self._check_fits(charge, self._root_cost((charge.epsilon, charge.delta)))
+        return charge
+
+    def _valid_charge(self, epsilon: float, delta: float, what: str,
+                      releases: int) -> _Charge:
+        """A charge with its arguments validated (the budget not checked)."""
         eps = check_epsilon(epsilon, name="epsilon")
         dlt = _check_delta_spend(delta)
         if not isinstance(what, str) or not what:
             raise ValueError("what must be a non-empty string describing the release")
         if isinstance(releases, bool) or not isinstance(releases, _INTEGER) or releases < 1:
             raise ValueError(f"releases must be an integer >= 1, got {releases!r}")
-        total_eps, total_delta = (self._root_cost((eps, dlt)) if costs is None else
-                                  self._propagate(eps, dlt, write=False, costs=costs))
+        return _Charge(eps, dlt, what, int(releases), len(self._stack))
+
+    def _check_fits(self, charge: _Charge, total: tuple[float, float]) -> None:
+        """Raise ``BudgetExceededError`` when the composed ``total`` after ``charge``
+        exceeds the budget."""
+        total_eps, total_delta = total
         if (
             total_eps > self.epsilon * (1 + REL_TOL)
             or total_delta > self.delta * (1 + REL_TOL) + 1e-300
         ):
             raise BudgetExceededError(
-                f"Privacy budget exceeded by release {what!r} (epsilon={eps:g}, delta={dlt:g}) "
+                f"Privacy budget exceeded by release {charge.what!r} "
+                f"(epsilon={charge.epsilon:g}, delta={charge.delta:g}) "
                 f"in scope {'/'.join(self.scope_path) or '<root>'}: composed total would be "
                 f"epsilon={total_eps:.12g}, delta={total_delta:.3g} but the budget is "
                 f"epsilon={self.epsilon:g}, delta={self.delta:g}."
             )
-        return _Charge(eps, dlt, what, int(releases), len(self._stack))
 
     def _checked_charges(self, charges: Sequence[tuple[float, float, str, int]]
-                         ) -> list[_Charge]:
+                         ) -> tuple[list[_Charge], list[tuple[float, float]]]:
         """:meth:`_checked_charge` of ``(epsilon, delta, what, releases)`` charges made
         one after another in the current scope: each is checked against the budget as
-        it would be once the ones before it are committed."""
+        it would be once the ones before it are committed. Also returns the open
+        scopes' costs (root first) after all of them, for :meth:`_commit_all`."""
         costs = [(s.epsilon, s.delta) for s in self._stack]
         checked = []
         for eps, dlt, what, releases in charges:
-            checked.append(self._checked_charge(eps, dlt, what, releases, costs))
-            self._propagate(checked[-1].epsilon, checked[-1].delta, write=True, costs=costs)
-        return checked
+            charge = self._valid_charge(eps, dlt, what, releases)
+            self._check_fits(charge, self._propagate(charge.epsilon, charge.delta, write=True,
+                                                     costs=costs))
+            checked.append(charge)
+        return checked, costs
 
     def _commit(self, charge: _Charge, info: Mapping[str, Any]) -> None:
         """Record a checked charge in the current scope and propagate it upwards.
@@ -430,6 +444,25 @@ class Accountant:
             raise RuntimeError(f"release {charge.what!r}: its draw opened or closed a scope")
         self._stack[-1].n_children += 1
         self._propagate(charge.epsilon, charge.delta, write=True)
+        self._record(charge, info)
+
+    def _commit_all(self, charges: Sequence[_Charge], infos: Sequence[Mapping[str, Any]],
+                    costs: list[tuple[float, float]]) -> None:
+        """:meth:`_commit` of every charge of :meth:`_checked_charges`, in order: the
+        same entries, and the scopes' costs it computed (what the commits one by one
+        would propagate, the same additions and maxima in the same order)."""
+        for charge in charges:
+            if len(self._stack) != charge.depth:
+                raise RuntimeError(f"release {charge.what!r}: its draw opened or closed a "
+                                   "scope")
+        for charge, info in zip(charges, infos, strict=True):
+            self._stack[-1].n_children += 1
+            self._record(charge, info)
+        for scope, (eps, dlt) in zip(self._stack, costs, strict=True):
+            scope.epsilon, scope.delta = eps, dlt
+
+    def _record(self, charge: _Charge, info: Mapping[str, Any]) -> None:
+        """The ledger entry of a committed charge."""
         top = self._stack[-1]
         entry = {
             "index": len(self._entries),

@@ -264,18 +264,25 @@ def test_exponential_rounds_draw_and_charge_as_one_call_per_round():
               for r in range(4)]
     one, each = Accountant(epsilon=3.0), Accountant(epsilon=3.0)
     rng_one, rng_each = np.random.default_rng(5), np.random.default_rng(5)
-    with one.sequential("tree"):
-        got = one.exponential_rounds(_rounds_of_utilities(utilities), epsilon=0.5,
-                                     sensitivity=2.0, rng=rng_one, rounds=rounds)
-    with each.sequential("tree"):
-        want = [each.exponential(u, epsilon=0.5, sensitivity=2.0, rng=rng_each,
-                                 what=r.what, releases=r.releases, **r.info)
-                for u, r in zip(utilities, rounds, strict=True)]
+    with one.sequential("ensemble"), one.parallel("trees"):
+        with one.sequential("tree 0"):  # a sibling spent first: the parallel max moves
+            one.release(lambda: None, epsilon=1.5, what="earlier tree")
+        with one.sequential("tree 1"):
+            got = one.exponential_rounds(_rounds_of_utilities(utilities), epsilon=0.5,
+                                         sensitivity=2.0, rng=rng_one, rounds=rounds)
+    with each.sequential("ensemble"), each.parallel("trees"):
+        with each.sequential("tree 0"):
+            each.release(lambda: None, epsilon=1.5, what="earlier tree")
+        with each.sequential("tree 1"):
+            want = [each.exponential(u, epsilon=0.5, sensitivity=2.0, rng=rng_each,
+                                     what=r.what, releases=r.releases, **r.info)
+                    for u, r in zip(utilities, rounds, strict=True)]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     assert one.ledger() == each.ledger()
     assert [list(e) for e in one.ledger()] == [list(e) for e in each.ledger()]
     assert one.epsilon_spent == each.epsilon_spent == 2.0
+    assert one.summary() == each.summary()
     assert rng_one.random() == rng_each.random()
 
 
