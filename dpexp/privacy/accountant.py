@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -50,7 +50,8 @@ from dpexp.errors import BudgetExceededError, check_epsilon
 from dpexp.privacy import mechanisms
 from dpexp.privacy.randomness import Rng
 
-__all__ = ["Accountant", "BudgetExceededError", "SEQUENTIAL", "PARALLEL", "compact_ledger"]
+__all__ = ["Accountant", "BudgetExceededError", "PARALLEL", "Round", "SEQUENTIAL",
+           "compact_ledger"]
 
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 
@@ -73,6 +74,17 @@ class _Charge:
     what: str
     releases: int
     depth: int
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of :meth:`Accountant.exponential_rounds`: ``releases`` selections on
+    pairwise disjoint records (one ledger entry, as ``exponential(..., releases=...)``),
+    described by ``what``; ``info``: extra keys of its entry (``nodes``, ...)."""
+
+    what: str
+    releases: int = 1
+    info: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -185,21 +197,27 @@ class Accountant:
             return root.epsilon, root.delta
         return self._propagate(extra[0], extra[1], write=False)
 
-    def _propagate(self, epsilon: float, delta: float, *, write: bool) -> tuple[float, float]:
+    def _propagate(self, epsilon: float, delta: float, *, write: bool,
+                   costs: list[tuple[float, float]] | None = None) -> tuple[float, float]:
         """The open scopes' costs after a charge of (``epsilon``, ``delta``) in the top
         scope, innermost first: a sequential scope adds its child's growth, a parallel one
         keeps the maximum of its children. The root's is returned, and every scope's is
-        stored when ``write`` (the charge is then committed)."""
+        stored when ``write`` (the charge is then committed). ``costs``: the scopes'
+        (epsilon, delta), root first, to start from instead of theirs (and to update in
+        place when ``write``): what they would be after earlier charges not yet made."""
         old_e = old_d = 0.0
         new_e, new_d = epsilon, delta
-        for scope in reversed(self._stack):
-            cur_e, cur_d = scope.epsilon, scope.delta
+        for i in range(len(self._stack) - 1, -1, -1):
+            scope = self._stack[i]
+            cur_e, cur_d = (scope.epsilon, scope.delta) if costs is None else costs[i]
             if scope.kind == SEQUENTIAL:
                 up_e, up_d = cur_e + (new_e - old_e), cur_d + (new_d - old_d)
             else:
                 up_e, up_d = max(cur_e, new_e), max(cur_d, new_d)
-            if write:
+            if write and costs is None:
                 scope.epsilon, scope.delta = up_e, up_d
+            elif write:
+                costs[i] = (up_e, up_d)
             old_e, old_d, new_e, new_d = cur_e, cur_d, up_e, up_d
         return new_e, new_d
 
@@ -277,6 +295,34 @@ class Accountant:
             epsilon=epsilon, what=what, releases=releases, mechanism="exponential",
             sensitivity=float(sensitivity), **info)
 
+    def exponential_rounds(self, select: Callable[[float, np.ndarray], T], *,
+                           epsilon: float, sensitivity: float, rng: Rng,
+                           rounds: Sequence[Round]) -> T:
+        """Several rounds of the exponential mechanism (each ``epsilon``-DP for utilities
+        of ``sensitivity``, as :meth:`exponential`) whose selections run in one call
+        ``select(scale, uniforms)``, a round's utilities depending on the choices of the
+        rounds before it (the depths of a tree, grown in one compiled call).
+
+        ``uniforms`` holds one uniform per release, in round order, drawn from ``rng`` in
+        one call after the budget check
+        (:func:`~dpexp.privacy.mechanisms.exponential_uniforms`): the uniforms
+        :meth:`exponential` would draw round by round, so ``select`` must pick release
+        ``i`` by :func:`~dpexp.privacy.mechanisms.exponential_mechanism`'s inverse CDF
+        (``scale``: its factor of the utilities) from ``uniforms[i]``. Each round is then
+        charged as its own ledger entry, exactly as :meth:`exponential` records it
+        (``what``, ``releases``, ``mechanism``, ``sensitivity``, the round's ``info``).
+        The rounds' composed total is checked before anything is drawn; nothing is
+        charged when ``select`` raises."""
+        charges, costs = self._checked_charges(
+            [(epsilon, 0.0, r.what, r.releases) for r in rounds])
+        n_draws = sum(r.releases for r in rounds)
+        out = mechanisms.exponential_uniforms(select, epsilon=epsilon, sensitivity=sensitivity,
+                                              rng=rng, n_draws=n_draws)
+        sens = float(sensitivity)
+        self._commit_all(charges, [{"mechanism": "exponential", "sensitivity": sens, **r.info}
+                                   for r in rounds], costs)
+        return out
+
     def noisy_max_one_sided(self, counts: Any, *, epsilon: float, rng: Rng, what: str,
                             size: int | None = None, noise: str = "gumbel", releases: int = 1,
                             **info: Any) -> Any:
@@ -342,24 +388,51 @@ class Accountant:
     def _checked_charge(self, epsilon: float, delta: float, what: str,
                         releases: int) -> _Charge:
         """Validate a charge and check it fits the budget; record nothing yet."""
+        charge = self._valid_charge(epsilon, delta, what, releases)
+        self._check_fits(charge, self._root_cost((charge.epsilon, charge.delta)))
+        return charge
+
+    def _valid_charge(self, epsilon: float, delta: float, what: str,
+                      releases: int) -> _Charge:
+        """A charge with its arguments validated (the budget not checked)."""
         eps = check_epsilon(epsilon, name="epsilon")
         dlt = _check_delta_spend(delta)
         if not isinstance(what, str) or not what:
             raise ValueError("what must be a non-empty string describing the release")
         if isinstance(releases, bool) or not isinstance(releases, _INTEGER) or releases < 1:
             raise ValueError(f"releases must be an integer >= 1, got {releases!r}")
-        total_eps, total_delta = self._root_cost((eps, dlt))
+        return _Charge(eps, dlt, what, int(releases), len(self._stack))
+
+    def _check_fits(self, charge: _Charge, total: tuple[float, float]) -> None:
+        """Raise ``BudgetExceededError`` when the composed ``total`` after ``charge``
+        exceeds the budget."""
+        total_eps, total_delta = total
         if (
             total_eps > self.epsilon * (1 + REL_TOL)
             or total_delta > self.delta * (1 + REL_TOL) + 1e-300
         ):
             raise BudgetExceededError(
-                f"Privacy budget exceeded by release {what!r} (epsilon={eps:g}, delta={dlt:g}) "
+                f"Privacy budget exceeded by release {charge.what!r} "
+                f"(epsilon={charge.epsilon:g}, delta={charge.delta:g}) "
                 f"in scope {'/'.join(self.scope_path) or '<root>'}: composed total would be "
                 f"epsilon={total_eps:.12g}, delta={total_delta:.3g} but the budget is "
                 f"epsilon={self.epsilon:g}, delta={self.delta:g}."
             )
-        return _Charge(eps, dlt, what, int(releases), len(self._stack))
+
+    def _checked_charges(self, charges: Sequence[tuple[float, float, str, int]]
+                         ) -> tuple[list[_Charge], list[tuple[float, float]]]:
+        """:meth:`_checked_charge` of ``(epsilon, delta, what, releases)`` charges made
+        one after another in the current scope: each is checked against the budget as
+        it would be once the ones before it are committed. Also returns the open
+        scopes' costs (root first) after all of them, for :meth:`_commit_all`."""
+        costs = [(s.epsilon, s.delta) for s in self._stack]
+        checked = []
+        for eps, dlt, what, releases in charges:
+            charge = self._valid_charge(eps, dlt, what, releases)
+            self._check_fits(charge, self._propagate(charge.epsilon, charge.delta, write=True,
+                                                     costs=costs))
+            checked.append(charge)
+        return checked, costs
 
     def _commit(self, charge: _Charge, info: Mapping[str, Any]) -> None:
         """Record a checked charge in the current scope and propagate it upwards.
@@ -371,6 +444,25 @@ class Accountant:
             raise RuntimeError(f"release {charge.what!r}: its draw opened or closed a scope")
         self._stack[-1].n_children += 1
         self._propagate(charge.epsilon, charge.delta, write=True)
+        self._record(charge, info)
+
+    def _commit_all(self, charges: Sequence[_Charge], infos: Sequence[Mapping[str, Any]],
+                    costs: list[tuple[float, float]]) -> None:
+        """:meth:`_commit` of every charge of :meth:`_checked_charges`, in order: the
+        same entries, and the scopes' costs it computed (what the commits one by one
+        would propagate, the same additions and maxima in the same order)."""
+        for charge in charges:
+            if len(self._stack) != charge.depth:
+                raise RuntimeError(f"release {charge.what!r}: its draw opened or closed a "
+                                   "scope")
+        for charge, info in zip(charges, infos, strict=True):
+            self._stack[-1].n_children += 1
+            self._record(charge, info)
+        for scope, (eps, dlt) in zip(self._stack, costs, strict=True):
+            scope.epsilon, scope.delta = eps, dlt
+
+    def _record(self, charge: _Charge, info: Mapping[str, Any]) -> None:
+        """The ledger entry of a committed charge."""
         top = self._stack[-1]
         entry = {
             "index": len(self._entries),

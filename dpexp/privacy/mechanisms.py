@@ -36,7 +36,8 @@ secure source and cannot be recomputed from a seed.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -52,11 +53,14 @@ from dpexp.privacy.grids import gaussian_grid, grid_release, laplace_grid
 from dpexp.privacy.randomness import Rng, check_rng
 from dpexp.privacy.samplers import discrete_gaussian, discrete_laplace
 
+T = TypeVar("T")
+
 __all__ = [
     "laplace_mechanism",
     "discrete_laplace_mechanism",
     "gaussian_mechanism",
     "exponential_mechanism",
+    "exponential_uniforms",
     "report_noisy_max_one_sided",
     "smooth_sensitivity_leaf_2017",
 ]
@@ -397,12 +401,39 @@ def exponential_mechanism(
     selection form; docs/PRIVACY.md, "Floating-point attacks"). For a published model
     pass the estimator ``noise_rng=secure_generator()`` (``estimator_streams``).
     """
-    epsilon = check_epsilon(epsilon)
-    sensitivity = check_sensitivity(sensitivity, allow_zero=False)
+    scale = _exponential_scale(epsilon, sensitivity)
     rng = check_rng(rng)
     u = _utility_array(utility, "utility")
     size = _check_size(size)
-    return _sample_from_logits(u, epsilon / (2.0 * sensitivity), rng, size)
+    return _sample_from_logits(u, scale, rng, size)
+
+
+def _exponential_scale(epsilon: float, sensitivity: float) -> float:
+    """The factor of the utilities in the exponential mechanism's logits,
+    ``epsilon / (2 * sensitivity)``, once both are checked."""
+    epsilon = check_epsilon(epsilon)
+    sensitivity = check_sensitivity(sensitivity, allow_zero=False)
+    return epsilon / (2.0 * sensitivity)
+
+
+def exponential_uniforms(select: Callable[[float, np.ndarray], T], *, epsilon: float,
+                         sensitivity: float, rng: Rng, n_draws: int) -> T:
+    """``select(scale, uniforms)``: ``n_draws`` selections of the exponential mechanism
+    (:func:`exponential_mechanism`, P(i) ∝ exp(``scale`` * u_i), ``scale = epsilon / (2
+    sensitivity)``) made by a compiled caller from ``uniforms``, one uniform per
+    selection drawn from ``rng`` in one call: draw ``i`` must take ``uniforms[i]``
+    through :func:`_inverse_cdf_rows` and refuse non-finite utilities (``ValueError``, as
+    :func:`exponential_mechanism` does). ``rng.random`` gives the same doubles in one call
+    as in several, so the selections are those of :func:`exponential_mechanism` called
+    once per row in turn (Li et al. 2020 Algorithm 1, line 7, at every depth of a tree)."""
+    scale = _exponential_scale(epsilon, sensitivity)
+    rng = check_rng(rng)
+    n = int(n_draws)
+    if n < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws!r}")
+    # the call _sample_from_logits makes for one draw of each of n rows
+    uniforms = np.asarray(rng.random(size=(1, n)), dtype=np.float64).reshape(n)
+    return select(scale, uniforms)
 
 
 def report_noisy_max_one_sided(

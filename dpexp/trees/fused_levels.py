@@ -11,11 +11,15 @@ module runs the same kernels, in the same order and on the same buffers, from co
 code:
 
 * :func:`level_after_split` -- everything of a depth after its split decisions, in one
-  call (any split policy: DPBoost's exponential mechanism still draws and charges
-  through the accountant in Python, before this call);
+  call (any split policy, which decides in Python before this call);
 * :func:`greedy_tree_levels` -- every depth of a tree whose split policy is the greedy,
   non-private search (:class:`~dpexp.trees.policies.GreedySplit`), the split search
-  included: one call per tree.
+  included: one call per tree;
+* :func:`exponential_tree_levels` -- every depth of a tree whose splits are DPBoost's
+  exponential mechanism (:class:`~dpexp.trees.policies.ExponentialSplit`), the draws
+  included: one call per tree, inside one accountant call that checks the depths'
+  total budget, draws their uniforms and charges each depth as its own ledger entry
+  (:meth:`~dpexp.privacy.accountant.Accountant.exponential_rounds`).
 
 Every kernel called here is the one the reference path calls, with the same arguments
 and the same choice between its serial and parallel twin (which give the same bits), so
@@ -28,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.jit import njit
+from dpexp.privacy.mechanisms import _all_finite, _inverse_cdf_rows
 from dpexp.trees.hist_plan import hist_parallel, hist_serial
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import _subtract_flat_par, _subtract_flat_ser, level_children
@@ -263,3 +268,82 @@ def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, ma
     return (parents[:n_split], s_feats[:n_split], s_bins[:n_split], level_sizes[:n_levels],
             leaf_ids[:n_leaves], leaf_totals[:n_leaves], leaf_starts[:n_leaves],
             leaf_ends[:n_leaves], last_splits)
+
+
+@njit(cache=True, nogil=True)
+def exponential_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, max_depth,
+                            fuse_last, gains, column_feature, scale, uniforms, layout,
+                            settings, sub_bins, n_bins_total, per_row, hist_min_work,
+                            level_min_work, multi, partition_cut):  # pragma: no cover
+    """Every depth of one tree whose splits are drawn by the exponential mechanism
+    (:class:`~dpexp.trees.policies.ExponentialSplit`, Li et al. 2020 Algorithm 1 lines
+    4-8), from its root: per depth the nodes' packed candidate gains (``gains``, as
+    :func:`level_after_split` takes them; the root's by the serial kernel, as
+    :func:`~dpexp.trees.split_search.candidate_gains` computes one node's), one draw per
+    node by :func:`~dpexp.privacy.mechanisms._inverse_cdf_rows` (``scale``; node ``j``
+    of depth ``d`` takes ``uniforms[2**d - 1 + j]``: the uniforms the per-depth policy
+    draws, in its order), the candidate's feature (``column_feature``) and bin, then
+    :func:`level_after_split`. Every node of a depth below ``max_depth`` splits (a
+    drawn candidate always has a feature), so depth ``d`` has ``2**d`` nodes, numbered
+    as the grower numbers them. The histograms alternate between ``hist_a`` and
+    ``hist_b`` (at least ``2**(max_depth - 1)`` nodes each).
+
+    Returns ``(finite, parents, feats, bins, level_sizes, leaf_ids, leaf_totals,
+    leaf_starts, leaf_ends, last_splits)`` as :func:`greedy_tree_levels` does, after
+    ``finite``: False when a depth's utilities were not all finite (the tree is then
+    unfinished and must be discarded; the mechanism refuses such utilities).
+    IN/OUT: ``order``, ``scratch``, ``hist_a``, ``hist_b``; IN: the rest."""
+    totals = _root(codes, stats, order, scratch, hist_a[:1], layout, settings, per_row,
+                   hist_min_work, multi)
+    _, lam, n_valid, offset, n_columns = gains
+    utilities = np.empty((1, n_columns))
+    _candidate_gains_ser(hist_a[:1], lam, n_valid, sub_bins, offset, utilities)
+    n_split = (1 << max_depth) - 1
+    parents = np.arange(n_split)
+    s_feats = np.empty(n_split, dtype=np.int64)
+    s_bins = np.empty(n_split, dtype=np.int64)
+    level_sizes = np.empty(max_depth + 1, dtype=np.int64)
+    level_sizes[0] = 1
+    last_splits = np.empty((4, 0), dtype=np.int64)
+    starts = np.zeros(1, dtype=np.int64)
+    ends = np.full(1, order.shape[0], dtype=np.int64)
+    hist = hist_a[:1]
+    finite = True
+    for depth in range(max_depth):
+        nb = starts.shape[0]
+        first = nb - 1  # the id of the depth's first node, and of its first uniform
+        if not _all_finite(utilities.reshape(-1).view(np.int64)):
+            finite = False
+            break
+        u = np.empty((1, nb))
+        u[0, :] = uniforms[first:first + nb]
+        choice = np.empty((1, nb), dtype=np.int64)
+        _inverse_cdf_rows(utilities, scale, u, choice)
+        feat = np.empty(nb, dtype=np.int64)
+        bins_ = np.empty(nb, dtype=np.int64)
+        for j in range(nb):
+            f = column_feature[choice[0, j]]
+            feat[j] = f
+            bins_[j] = choice[0, j] - offset[f]
+            s_feats[first + j] = f
+            s_bins[first + j] = bins_[j]
+        last = depth + 1 == max_depth
+        scored = fuse_last and last
+        hist_out = hist_b if depth % 2 == 0 else hist_a
+        _, _, c_starts, c_ends, c_totals, utilities = level_after_split(
+            codes_f, codes, stats, order, scratch, hist, hist_out, totals, feat, bins_, starts,
+            ends, not scored, not last, gains, layout, settings, sub_bins, n_bins_total,
+            per_row, hist_min_work, level_min_work, multi, partition_cut)
+        if scored:
+            last_splits = np.empty((4, nb), dtype=np.int64)
+            last_splits[0] = starts
+            last_splits[1] = ends
+            last_splits[2] = feat
+            last_splits[3] = bins_
+        level_sizes[depth + 1] = 2 * nb
+        starts, ends, totals = c_starts, c_ends, c_totals
+        hist = hist_out[:2 * nb]
+    n_leaves = starts.shape[0]  # the nodes of depth max_depth
+    leaf_ids = np.arange(n_leaves - 1, 2 * n_leaves - 1)
+    return (finite, parents, s_feats, s_bins, level_sizes, leaf_ids, totals, starts, ends,
+            last_splits)

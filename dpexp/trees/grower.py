@@ -22,9 +22,9 @@ subtraction from the parent (the "subtraction trick"). The rows live behind one
 interface, :class:`~dpexp.trees.row_stores.RowStore` (in place, statistics moved with
 the rows, or column-sparse); which storage a tree uses never changes a result. On the
 in-place store the loop runs compiled (:mod:`dpexp.trees.fused_levels`, the same kernels
-on the same buffers: the same trees): the whole tree in one call with the greedy policy,
-else everything of a depth after the policy's decision in one call
-(:data:`COMPILED_LEVELS`).
+on the same buffers: the same trees): the whole tree in one call with the greedy policy
+or the exponential mechanism's, else everything of a depth after the policy's decision
+in one call (:data:`COMPILED_LEVELS`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ import numpy as np
 from dpexp.trees import parallel as par
 from dpexp.trees.binned_data import BinnedData, take_codes
 from dpexp.trees.binning import BinMapper
-from dpexp.trees.fused_levels import NO_GAINS, greedy_tree_levels, level_after_split
+from dpexp.trees.fused_levels import (
+    NO_GAINS,
+    exponential_tree_levels,
+    greedy_tree_levels,
+    level_after_split,
+)
 from dpexp.trees.histograms import node_totals
 from dpexp.trees.levels import HistogramLevels, level_children
 from dpexp.trees.partition import in_place_cut
@@ -191,6 +196,11 @@ _NO_SPLITS = np.zeros((4, 0), dtype=np.int64)  # score_segments: every leaf part
 #: policy. False: the reference loop (:meth:`_LevelGrower.step`) for every tree. Read at
 #: call time (the tests and ``bench/bench_gbdt.py --ab`` switch it).
 COMPILED_LEVELS = True
+#: Trees whose split policy offers ``compiled_tree`` (DPBoost's exponential mechanism,
+#: :class:`~dpexp.trees.policies.ExponentialSplit`) grow in one compiled call when
+#: :data:`COMPILED_LEVELS` holds (the same draws, ledger entries and bits). False: one
+#: policy call per depth (the per-depth reference the tests compare against).
+COMPILED_EXPONENTIAL_TREE = True
 #: The one-call-per-tree greedy loop keeps both histogram buffers as wide as a depth can
 #: be (``2**(max_depth - 1)`` nodes); beyond this many bytes per buffer it runs per depth.
 COMPILED_TREE_MAX_HIST_BYTES = 64 << 20
@@ -248,6 +258,32 @@ class _LevelGrower:
             greedy_tree_levels(
                 *self.kernel.head(), hist_a, hist_b, self.max_depth, self.fuse_last, self.n_candidates, self.n_candidates_total,
                 rule, par.FEATURE_BLOCK, par.SPLIT_PARALLEL_MIN_CANDIDATES, *self.kernel_tail))
+        self.nodes.load(parents, feats, bins_, sizes)
+        self.leaves.add(l_ids, l_totals, l_starts, l_ends)
+        if last.shape[1]:
+            self.last_splits = last
+
+    def grow_exponential_compiled(self, policy) -> None:
+        """Every depth of the tree in one compiled call
+        (:func:`~dpexp.trees.fused_levels.exponential_tree_levels`), run by the policy
+        inside one accountant call (``policy.compiled_tree``: the depths' budget checked
+        at once, their uniforms drawn at once, one ledger entry per depth as its
+        ``__call__`` writes them): the nodes, leaves and last splits :meth:`root` and
+        :meth:`step` would have recorded."""
+        hist_a, hist_b = self.levels.reserve(1 << (self.max_depth - 1))
+
+        def levels(scale: float, uniforms: np.ndarray, column_feature: np.ndarray) -> tuple:
+            finite, *grown = exponential_tree_levels(
+                *self.kernel.head(), hist_a, hist_b, self.max_depth, self.fuse_last,
+                self.gains, column_feature, scale, uniforms, *self.kernel_tail)
+            if not finite:  # what the mechanism says of such utilities, nothing charged
+                raise ValueError("utility must be finite (no NaN or infinity)")
+            return grown
+
+        parents, feats, bins_, sizes, l_ids, l_totals, l_starts, l_ends, last = (
+            policy.compiled_tree(levels, self.n_candidates, self.levels.hist_shape[1],
+                                 max_depth=self.max_depth, rng=self.rng,
+                                 accountant=self.accountant, label=self.label))
         self.nodes.load(parents, feats, bins_, sizes)
         self.leaves.add(l_ids, l_totals, l_starts, l_ends)
         if last.shape[1]:
@@ -375,6 +411,11 @@ def grow_tree(
     rule = _compiled_rule(split_policy)
     if rule is not None and stats.shape[1] >= 2 and grower.compiled_tree_fits():
         grower.grow_greedy_compiled(rule)
+        return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
+                       score_scale)
+    if (COMPILED_EXPONENTIAL_TREE and grower.gains[0] and grower.compiled_tree_fits()
+            and hasattr(split_policy, "compiled_tree")):
+        grower.grow_exponential_compiled(split_policy)
         return _finish(grower, data, leaf_policy, mapper, n_outputs, stats.shape[1], scores,
                        score_scale)
     level: _Level | None = grower.root(stats)

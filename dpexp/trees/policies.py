@@ -16,10 +16,13 @@ h to the constant value one").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
+from dpexp.privacy.accountant import Round
 from dpexp.trees.grower import LeafContext, SplitContext
 from dpexp.trees.split_search import (
     SplitRule,
@@ -30,6 +33,7 @@ from dpexp.trees.split_search import (
 )
 
 _EMPTY_COUNTS = np.zeros((0, 0, 0))
+T = TypeVar("T")
 
 
 @dataclass
@@ -155,6 +159,27 @@ class ExponentialSplit:
         if lay is None or not lay.matches(n_candidates, n_bins):
             lay = self._layout = _CandidateLayout(n_candidates, n_bins)
         return lay
+
+    def compiled_tree(self, levels: Callable[[float, np.ndarray, np.ndarray], T],
+                      n_candidates: np.ndarray, n_bins: int, *, max_depth: int, rng,
+                      accountant, label: str) -> T:
+        """The splits of every depth of a tree at once: ``levels(scale, uniforms,
+        column_feature)`` grows the whole tree
+        (:func:`~dpexp.trees.fused_levels.exponential_tree_levels`: the utilities of
+        :meth:`compiled_gains`, node ``j`` of depth ``d`` drawing from ``uniforms[2**d - 1 +
+        j]``, packed column ``c`` being a candidate of feature ``column_feature[c]``)
+        inside one accountant call
+        (:meth:`~dpexp.privacy.accountant.Accountant.exponential_rounds`): the depths'
+        total checked before any draw, the uniforms :meth:`__call__` draws depth by depth
+        drawn at once, and each depth charged as :meth:`__call__` charges it (every node
+        of a depth splits, so depth ``d`` has the ``2**d`` nodes ``2**d - 1 ...``)."""
+        column_feature = self._layout_for(n_candidates, n_bins).column_feature
+        rounds = [Round(f"{label} depth {d} splits", 1 << d,
+                        {"nodes": list(range((1 << d) - 1, (2 << d) - 1))})
+                  for d in range(max_depth)]
+        return accountant.exponential_rounds(
+            lambda scale, uniforms: levels(scale, uniforms, column_feature),
+            epsilon=self.epsilon, sensitivity=self.sensitivity, rng=rng, rounds=rounds)
 
     def compiled_gains(self, n_candidates: np.ndarray, n_bins: int) -> tuple | None:
         """``(True, lambda, n_valid, offset, n_columns)``: what the grower's compiled

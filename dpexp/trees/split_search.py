@@ -148,6 +148,17 @@ def _candidate_gains_node(hist, lam, n_valid, n_used, offset, j, out):  # pragma
         if nv == 0:
             continue
         c = offset[f]
+        if n_used[f] == 2 and nv == 1:
+            # a binary feature (one-hot columns: all of adult's 123): its one candidate
+            # without the scan. The loop below skips empty bins; adding them here
+            # changes no bit (a running sum from +0.0 of non-zero doubles is never
+            # -0.0, so adding a zero of either sign leaves it as it is)
+            gl = 0.0 + hj[f, 0, 0]
+            hl = 0.0 + hj[f, 0, 1]
+            gr = (gl + hj[f, 1, 0]) - gl
+            hr = (hl + hj[f, 1, 1]) - hl
+            oj[c] = gl * gl / (hl + lam) + gr * gr / (hr + lam)
+            continue
         if n_used[f] > _SHORT_SCAN_BINS:
             _wide_feature_gains(hj, f, nv, n_used[f], lam, oj, c, nonempty)
             continue

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import dpexp
 from dpexp.errors import BudgetExceededError as ErrorsBudgetExceeded
 from dpexp.privacy import Accountant, BudgetExceededError
-from dpexp.privacy.accountant import compact_ledger
+from dpexp.privacy.accountant import Round, compact_ledger
+from dpexp.privacy.mechanisms import _inverse_cdf_rows
 
 spend = st.tuples(st.floats(1e-4, 2.0), st.sampled_from([0.0, 1e-7, 1e-5]))
 tree = st.recursive(
@@ -237,6 +238,71 @@ def test_a_draw_that_raises_charges_nothing():
 
     with pytest.raises(RuntimeError, match="sampler failed"):
         acc.release(draw, epsilon=0.5, what="failed release")
+    assert acc.ledger() == [] and acc.epsilon_spent == 0.0
+
+
+def _rounds_of_utilities(utilities):
+    """``select`` for exponential_rounds: round ``r`` (rows ``utilities[r]``) draws with
+    the next uniforms, by the mechanism's own inverse CDF."""
+    def select(scale, uniforms):
+        out, used = [], 0
+        for u in utilities:
+            choice = np.empty((1, u.shape[0]), dtype=np.int64)
+            _inverse_cdf_rows(u, scale, uniforms[used:used + u.shape[0]].reshape(1, -1),
+                              choice)
+            out.append(choice[0])
+            used += u.shape[0]
+        return out
+    return select
+
+
+def test_exponential_rounds_draw_and_charge_as_one_call_per_round():
+    """The draws, ledger entries (keys in order), totals and the generator's state after
+    them of one ``exponential`` call per round."""
+    utilities = [np.random.default_rng(r).normal(size=(1 << r, 9)) for r in range(4)]
+    rounds = [Round(f"depth {r} splits", 1 << r, {"nodes": list(range(1 << r))})
+              for r in range(4)]
+    one, each = Accountant(epsilon=3.0), Accountant(epsilon=3.0)
+    rng_one, rng_each = np.random.default_rng(5), np.random.default_rng(5)
+    with one.sequential("ensemble"), one.parallel("trees"):
+        with one.sequential("tree 0"):  # a sibling spent first: the parallel max moves
+            one.release(lambda: None, epsilon=1.5, what="earlier tree")
+        with one.sequential("tree 1"):
+            got = one.exponential_rounds(_rounds_of_utilities(utilities), epsilon=0.5,
+                                         sensitivity=2.0, rng=rng_one, rounds=rounds)
+    with each.sequential("ensemble"), each.parallel("trees"):
+        with each.sequential("tree 0"):
+            each.release(lambda: None, epsilon=1.5, what="earlier tree")
+        with each.sequential("tree 1"):
+            want = [each.exponential(u, epsilon=0.5, sensitivity=2.0, rng=rng_each,
+                                     what=r.what, releases=r.releases, **r.info)
+                    for u, r in zip(utilities, rounds, strict=True)]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert one.ledger() == each.ledger()
+    assert [list(e) for e in one.ledger()] == [list(e) for e in each.ledger()]
+    assert one.epsilon_spent == each.epsilon_spent == 2.0
+    assert one.summary() == each.summary()
+    assert rng_one.random() == rng_each.random()
+
+
+def test_exponential_rounds_check_their_total_before_any_draw():
+    acc = Accountant(epsilon=1.0)
+    rng = np.random.default_rng(0)
+    before = rng.bit_generator.state
+    rounds = [Round(f"round {r}") for r in range(3)]  # 0.4 each: the third overspends
+    with acc.sequential("tree"), pytest.raises(BudgetExceededError, match="round 2"):
+        acc.exponential_rounds(lambda scale, u: None, epsilon=0.4, sensitivity=1.0, rng=rng,
+                               rounds=rounds)
+    assert rng.bit_generator.state == before
+    assert acc.ledger() == [] and acc.epsilon_spent == 0.0
+
+    def failed(scale, uniforms):
+        raise ValueError("utility must be finite")
+
+    with pytest.raises(ValueError, match="finite"):
+        acc.exponential_rounds(failed, epsilon=0.4, sensitivity=1.0, rng=rng,
+                               rounds=rounds[:2])
     assert acc.ledger() == [] and acc.epsilon_spent == 0.0
 
 

@@ -1,5 +1,6 @@
 """The compiled level loop (dpexp.trees.fused_levels) grows the reference path's trees
-bit for bit: greedy trees in one call per tree, any other policy in one call per depth."""
+bit for bit: greedy and exponential-mechanism trees in one call per tree (the latter with
+the same draws and ledger entries), any other policy in one call per depth."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 import dpexp.trees.grower as grower
 import dpexp.trees.policies as policies
+from dpexp.errors import BudgetExceededError
 from dpexp.privacy.accountant import Accountant
 from dpexp.trees import parallel as par
 from dpexp.trees.binning import fit_bin_mapper
@@ -109,6 +111,7 @@ def test_greedy_trees_equal_the_reference(monkeypatch, depth, seed):
 def test_per_depth_compiled_policies_equal_the_reference(monkeypatch, depth):
     """Exponential-mechanism and random splits: the same trees, leaves, noise and
     ledger; below the root the mechanism's utilities come with the histograms."""
+    monkeypatch.setattr(grower, "COMPILED_EXPONENTIAL_TREE", False)  # one call per depth
     gain_calls = _counted(monkeypatch, policies, "candidate_gains")
     data, mapper, y = _table(1200, 5)
     stats = np.column_stack([np.clip(-y, -1, 1), np.ones(y.size)])
@@ -157,3 +160,73 @@ def test_greedy_trees_too_wide_for_one_call_go_per_depth(monkeypatch):
               scored=True)
     _assert_same(_grow(monkeypatch, False, data, mapper, stats, np.arange(y.size), **kw),
                  _grow(monkeypatch, True, data, mapper, stats, np.arange(y.size), **kw))
+
+
+def _grow_dp(monkeypatch, mode: str, data, mapper, stats, rows, acc, rng, **kw):
+    """One exponential-mechanism tree: ``mode`` "tree" (one compiled call), "depth" (the
+    policy per depth, the rest compiled) or "reference" (the plain per-depth loop)."""
+    monkeypatch.setattr(grower, "COMPILED_LEVELS", mode != "reference")
+    monkeypatch.setattr(grower, "COMPILED_EXPONENTIAL_TREE", mode == "tree")
+    scores = None if kw.pop("scored", False) is False else np.zeros(data.n_rows)
+    with acc.sequential("tree 0"):
+        grown = grow_tree(data, stats, rows, mapper, accountant=acc, rng=rng, scores=scores,
+                          score_scale=0.3, split_policy=ExponentialSplit(0.1, 0.5, 3.0),
+                          leaf_policy=LaplaceLeaf(0.1, 0.5, 1.0, clip=1.0), label="t0", **kw)
+    return grown, scores, acc.ledger()
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5])
+def test_exponential_trees_in_one_call_equal_the_per_depth_paths(monkeypatch, depth):
+    """The whole tree in one compiled call: the trees, leaves, scores, ledger (entry for
+    entry, keys in order) and the generator's state after it of both per-depth paths."""
+    data, mapper, y = _table(1300, 11)
+    n = y.size
+    calls = _counted(monkeypatch, grower, "exponential_tree_levels")
+    sub = np.sort(np.random.default_rng(2).choice(n, n // 4, replace=False))
+    for stats, unit in ((np.column_stack([np.clip(-y, -1, 1), np.ones(n)]), True),
+                        (np.column_stack([-y, 0.5 + np.abs(y) / 4, y ** 2]), False)):
+        for rows in (np.arange(n), sub):
+            for scored in (False, True):
+                got = {}
+                for mode in ("tree", "depth", "reference"):
+                    before = len(calls)
+                    rng = np.random.default_rng(4)
+                    got[mode] = _grow_dp(monkeypatch, mode, data, mapper, stats, rows,
+                                         Accountant(50.0), rng, max_depth=depth,
+                                         unit_last=unit, scored=scored,
+                                         workspace=GrowWorkspace())
+                    got[mode] += (rng.random(),)  # where the generator stands after
+                    assert len(calls) - before == (mode == "tree")
+                for mode in ("depth", "reference"):
+                    _assert_same(got[mode][:3], got["tree"][:3])
+                    assert got[mode][3] == got["tree"][3]
+                    assert [list(e) for e in got[mode][2]] == [list(e) for e in got["tree"][2]]
+                whats = [e["what"] for e in got["tree"][2]]
+                assert whats == [f"t0 depth {d} splits" for d in range(depth)] + ["t0 leaf values"]
+
+
+def test_exponential_tree_checks_the_depths_total_before_any_draw(monkeypatch):
+    """One accountant call per tree: a budget short of the depths' total raises before
+    anything is drawn or charged (the per-depth path charges the depths that fit)."""
+    data, mapper, y = _table(800, 4)
+    stats = np.column_stack([np.clip(-y, -1, 1), np.ones(y.size)])
+    rows = np.arange(y.size)
+    for mode, charged in (("tree", 0), ("depth", 2)):
+        acc, rng = Accountant(1.2), np.random.default_rng(0)  # 0.5 a depth: two fit
+        with pytest.raises(BudgetExceededError, match="depth 2 splits"):
+            _grow_dp(monkeypatch, mode, data, mapper, stats, rows, acc, rng, max_depth=3,
+                     unit_last=True)
+        assert len(acc.ledger()) == charged
+        assert (rng.random() == np.random.default_rng(0).random()) == (charged == 0)
+
+
+def test_exponential_tree_refuses_non_finite_utilities(monkeypatch):
+    """Gradients whose gains overflow: the mechanism's error, nothing charged."""
+    data, mapper, y = _table(600, 8)
+    stats = np.column_stack([np.where(y > 0, 1e300, -1e300), np.ones(y.size)])
+    for mode in ("tree", "depth"):
+        acc = Accountant(50.0)
+        with pytest.raises(ValueError, match="must be finite"):
+            _grow_dp(monkeypatch, mode, data, mapper, stats, np.arange(y.size), acc,
+                     np.random.default_rng(0), max_depth=3, unit_last=True)
+        assert acc.ledger() == []

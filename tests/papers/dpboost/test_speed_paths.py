@@ -71,6 +71,26 @@ def test_candidate_gains_negative_zero_and_cancelling_sums(width, n_valid):
     assert np.array_equal(got.view(np.int64), ref.view(np.int64))
 
 
+def test_binary_feature_gains_every_zero_and_empty_bin():
+    """The binary features' path (two bins in use, one candidate: no scan of the empty
+    bins) on every pair of bins drawn from empty ones of either zero's sign, rows whose
+    gradients cancel, and ordinary sums: the padded reference's bits."""
+    cells = [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, 2.0), (0.0, 3.0), (0.5, 1.0),
+             (-0.5, 1.0), (1e-300, 1.0), (0.3, -0.0)]
+    pairs = [(a, b) for a in cells for b in cells]
+    hist = np.zeros((len(pairs), 3, 4, 2))
+    for j, (a, b) in enumerate(pairs):
+        hist[j, 1, 0], hist[j, 1, 1] = a, b  # feature 1: binary in a wider histogram
+        hist[j, 0, :3, 0] = [0.25, -0.0, 0.5]  # its neighbours: a scanned feature ...
+        hist[j, 0, :3, 1] = [1.0, 0.0, 2.0]
+        hist[j, 2, 0], hist[j, 2, 1] = b, a  # ... and another binary one
+    n_bins = np.array([3, 2, 2])
+    n_valid = np.array([2, 1, 1])
+    ref = _padded_at_candidates(hist, 0.1, n_valid)
+    got = candidate_gains(hist, 0.1, n_valid, n_bins=n_bins)
+    assert np.array_equal(got.view(np.int64), ref.view(np.int64))
+
+
 def _ctx(hist, n_valid, rng, acc, n_bins=None) -> SplitContext:
     nb = hist.shape[0]
     return SplitContext(
