@@ -73,7 +73,7 @@ _EXPONENT = np.int64(0x7FF0000000000000)  # a double is NaN or infinite iff thes
 
 
 @njit(cache=True, nogil=True)
-def _all_finite(bits):  # pragma: no cover - compiled
+def all_finite(bits):  # pragma: no cover - compiled
     """Whether every double of ``bits`` (their int64 view, 1-d) is finite: an integer
     test of the exponent bits, branch-free, so the loop vectorises."""
     bad = 0
@@ -89,7 +89,7 @@ def _finite_array(value: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be numeric, got {value!r}") from None
     # one compiled pass without the boolean temporary of np.isfinite (a split's
     # utilities are thousands of candidates per node, checked once per tree depth)
-    finite = (_all_finite(arr.reshape(-1).view(np.int64)) if arr.flags.c_contiguous
+    finite = (all_finite(arr.reshape(-1).view(np.int64)) if arr.flags.c_contiguous
               else bool(np.all(np.isfinite(arr))))
     if not finite:
         raise ValueError(f"{name} must be finite (no NaN or infinity)")
@@ -307,7 +307,7 @@ _RUN_MIN = 16
 
 
 @njit(cache=True, nogil=True)
-def _inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
+def inverse_cdf_rows(x, scale, uniforms, out):  # pragma: no cover - compiled
     """``out[m, r]``: draw ``m`` of row ``r`` of ``x (R, k)`` with P(i) ∝ exp(scale * x_ri),
     from ``uniforms[m, r]`` in [0, 1). See :func:`_sample_from_logits`."""
     n_rows, k = x.shape
@@ -370,7 +370,7 @@ def _sample_from_logits(x: np.ndarray, scale: float, rng: Rng, size: int | None)
     n_draws = 1 if size is None else int(size)
     u = np.asarray(rng.random(size=(n_draws, rows.shape[0])), dtype=np.float64)
     out = np.empty((n_draws, rows.shape[0]), dtype=np.int64)
-    _inverse_cdf_rows(rows, float(scale), u, out)
+    inverse_cdf_rows(rows, float(scale), u, out)
     choice = out.reshape((n_draws, *batch)) if size is not None else out.reshape(batch)
     return int(choice) if choice.ndim == 0 else choice
 
@@ -422,7 +422,7 @@ def exponential_uniforms(select: Callable[[float, np.ndarray], T], *, epsilon: f
     (:func:`exponential_mechanism`, P(i) ∝ exp(``scale`` * u_i), ``scale = epsilon / (2
     sensitivity)``) made by a compiled caller from ``uniforms``, one uniform per
     selection drawn from ``rng`` in one call: draw ``i`` must take ``uniforms[i]``
-    through :func:`_inverse_cdf_rows` and refuse non-finite utilities (``ValueError``, as
+    through :func:`inverse_cdf_rows` and refuse non-finite utilities (``ValueError``, as
     :func:`exponential_mechanism` does). ``rng.random`` gives the same doubles in one call
     as in several, so the selections are those of :func:`exponential_mechanism` called
     once per row in turn (Li et al. 2020 Algorithm 1, line 7, at every depth of a tree)."""

@@ -32,16 +32,16 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.jit import njit
-from dpexp.privacy.mechanisms import _all_finite, _inverse_cdf_rows
+from dpexp.privacy.mechanisms import all_finite, inverse_cdf_rows
 from dpexp.trees.hist_plan import hist_parallel, hist_serial
 from dpexp.trees.histograms import node_totals
-from dpexp.trees.levels import _subtract_flat_par, _subtract_flat_ser, level_children
+from dpexp.trees.levels import level_children, subtract_flat_par, subtract_flat_ser
 from dpexp.trees.partition import partition_in_place
 from dpexp.trees.split_search import (
-    _best_par,
-    _best_ser,
-    _candidate_gains_par,
-    _candidate_gains_ser,
+    best_splits_par,
+    best_splits_ser,
+    candidate_gains_par,
+    candidate_gains_ser,
 )
 
 _NO_COUNTS = np.zeros(0, dtype=np.int64)
@@ -68,9 +68,9 @@ def _build_and_subtract(codes, stats, order, scratch, parent, out, c_starts, c_e
                     lists, tail, rows, settings)
     if (small.shape[0] > 1 and multi
             and n_bins_total * out.shape[3] * small.shape[0] >= level_min_work):
-        _subtract_flat_par(parent, js, out, small, big, sub_bins)
+        subtract_flat_par(parent, js, out, small, big, sub_bins)
     else:
-        _subtract_flat_ser(parent, js, out, small, big, sub_bins)
+        subtract_flat_ser(parent, js, out, small, big, sub_bins)
 
 
 @njit(cache=True, nogil=True)
@@ -137,9 +137,9 @@ def level_after_split(codes_f, codes, stats, order, scratch, hist, hist_out, tot
         if wanted:
             utilities = np.empty((out.shape[0], n_columns))
             if out.shape[0] > 1 and multi and out.size >= level_min_work:
-                _candidate_gains_par(out, lam, n_valid, sub_bins, offset, utilities)
+                candidate_gains_par(out, lam, n_valid, sub_bins, offset, utilities)
             else:
-                _candidate_gains_ser(out, lam, n_valid, sub_bins, offset, utilities)
+                candidate_gains_ser(out, lam, n_valid, sub_bins, offset, utilities)
     return js, closed, c_starts, c_ends, c_totals, utilities
 
 
@@ -200,9 +200,9 @@ def greedy_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_b, ma
         nb = node_ids.shape[0]
         t2 = np.ascontiguousarray(totals[:, :2])
         if multi and n_valid_total * nb >= split_min_candidates:
-            feat, bins_, _ = _best_par(hist, n_valid, no_counts, t2, rule, fblock)
+            feat, bins_, _ = best_splits_par(hist, n_valid, no_counts, t2, rule, fblock)
         else:
-            feat, bins_, _ = _best_ser(hist, n_valid, no_counts, t2, rule, fblock)
+            feat, bins_, _ = best_splits_ser(hist, n_valid, no_counts, t2, rule, fblock)
         last = depth + 1 == max_depth
         scored = fuse_last and last
         hist_out = hist_b if depth % 2 == 0 else hist_a
@@ -280,7 +280,7 @@ def exponential_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_
     4-8), from its root: per depth the nodes' packed candidate gains (``gains``, as
     :func:`level_after_split` takes them; the root's by the serial kernel, as
     :func:`~dpexp.trees.split_search.candidate_gains` computes one node's), one draw per
-    node by :func:`~dpexp.privacy.mechanisms._inverse_cdf_rows` (``scale``; node ``j``
+    node by :func:`~dpexp.privacy.mechanisms.inverse_cdf_rows` (``scale``; node ``j``
     of depth ``d`` takes ``uniforms[2**d - 1 + j]``: the uniforms the per-depth policy
     draws, in its order), the candidate's feature (``column_feature``) and bin, then
     :func:`level_after_split`. Every node of a depth below ``max_depth`` splits (a
@@ -297,7 +297,7 @@ def exponential_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_
                    hist_min_work, multi)
     _, lam, n_valid, offset, n_columns = gains
     utilities = np.empty((1, n_columns))
-    _candidate_gains_ser(hist_a[:1], lam, n_valid, sub_bins, offset, utilities)
+    candidate_gains_ser(hist_a[:1], lam, n_valid, sub_bins, offset, utilities)
     n_split = (1 << max_depth) - 1
     parents = np.arange(n_split)
     s_feats = np.empty(n_split, dtype=np.int64)
@@ -312,13 +312,13 @@ def exponential_tree_levels(codes_f, codes, stats, order, scratch, hist_a, hist_
     for depth in range(max_depth):
         nb = starts.shape[0]
         first = nb - 1  # the id of the depth's first node, and of its first uniform
-        if not _all_finite(utilities.reshape(-1).view(np.int64)):
+        if not all_finite(utilities.reshape(-1).view(np.int64)):
             finite = False
             break
         u = np.empty((1, nb))
         u[0, :] = uniforms[first:first + nb]
         choice = np.empty((1, nb), dtype=np.int64)
-        _inverse_cdf_rows(utilities, scale, u, choice)
+        inverse_cdf_rows(utilities, scale, u, choice)
         feat = np.empty(nb, dtype=np.int64)
         bins_ = np.empty(nb, dtype=np.int64)
         for j in range(nb):

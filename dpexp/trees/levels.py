@@ -47,13 +47,13 @@ def _subtract_par(parent, pidx, out, small, big, n_bins):  # pragma: no cover
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _subtract_flat_par(parent, pidx, out, small, big, n_bins):  # pragma: no cover
+def subtract_flat_par(parent, pidx, out, small, big, n_bins):  # pragma: no cover
     for i in prange(small.shape[0]):
         _subtract_one_flat(parent, pidx[i], out, small[i], big[i], n_bins)
 
 
 @njit(cache=True, nogil=True)
-def _subtract_flat_ser(parent, pidx, out, small, big, n_bins):  # pragma: no cover
+def subtract_flat_ser(parent, pidx, out, small, big, n_bins):  # pragma: no cover
     for i in range(small.shape[0]):
         _subtract_one_flat(parent, pidx[i], out, small[i], big[i], n_bins)
 
@@ -87,9 +87,9 @@ def _subtract(parent, out, small, big, pidx, n_bins, n_bins_total: int) -> None:
     flat = parent.flags.c_contiguous and out.flags.c_contiguous  # the grower's buffers
     if small.shape[0] > 1 and par.use_parallel(
             n_bins_total * out.shape[3] * small.shape[0], par.LEVEL_PARALLEL_MIN_WORK):
-        (_subtract_flat_par if flat else _subtract_par)(parent, pidx, out, small, big, n_bins)
+        (subtract_flat_par if flat else _subtract_par)(parent, pidx, out, small, big, n_bins)
     else:
-        (_subtract_flat_ser if flat else _subtract_ser)(parent, pidx, out, small, big, n_bins)
+        (subtract_flat_ser if flat else _subtract_ser)(parent, pidx, out, small, big, n_bins)
 
 
 @njit(cache=True, nogil=True)

@@ -191,13 +191,13 @@ def _candidate_gains_node(hist, lam, n_valid, n_used, offset, j, out):  # pragma
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _candidate_gains_par(hist, lam, n_valid, n_used, offset, out):  # pragma: no cover
+def candidate_gains_par(hist, lam, n_valid, n_used, offset, out):  # pragma: no cover
     for j in prange(hist.shape[0]):
         _candidate_gains_node(hist, lam, n_valid, n_used, offset, j, out)
 
 
 @njit(cache=True, nogil=True)
-def _candidate_gains_ser(hist, lam, n_valid, n_used, offset, out):  # pragma: no cover
+def candidate_gains_ser(hist, lam, n_valid, n_used, offset, out):  # pragma: no cover
     for j in range(hist.shape[0]):
         _candidate_gains_node(hist, lam, n_valid, n_used, offset, j, out)
 
@@ -230,9 +230,9 @@ def candidate_gains(hist, lam, n_valid, offsets: tuple[np.ndarray, np.ndarray] |
               else np.minimum(np.asarray(n_bins, dtype=np.int64), width))
     out = np.empty((nb, int(offset[-1] + n_valid[-1]) if n_valid.size else 0))
     if nb > 1 and par.use_parallel(hist.size, par.LEVEL_PARALLEL_MIN_WORK):
-        _candidate_gains_par(hist, float(lam), n_valid, n_used, offset, out)
+        candidate_gains_par(hist, float(lam), n_valid, n_used, offset, out)
     else:
-        _candidate_gains_ser(hist, float(lam), n_valid, n_used, offset, out)
+        candidate_gains_ser(hist, float(lam), n_valid, n_used, offset, out)
     return out
 
 
@@ -431,7 +431,7 @@ def _reduce_best(best_gain, best_bin, min_gain):  # pragma: no cover
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _best_par(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
+def best_splits_par(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
     """Best candidate per node (:func:`best_splits`): (node, block of features) tasks."""
     nb, d = hist.shape[0], hist.shape[1]
     best_gain = np.empty((nb, d))
@@ -446,8 +446,8 @@ def _best_par(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def _best_ser(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
-    """:func:`_best_par` on one thread (one task per node: ``fblock`` is not used)."""
+def best_splits_ser(hist, n_valid, counts, totals, rule, fblock):  # pragma: no cover
+    """:func:`best_splits_par` on one thread (one task per node: ``fblock`` is not used)."""
     nb, d = hist.shape[0], hist.shape[1]
     best_gain = np.empty((nb, d))
     best_bin = np.empty((nb, d), dtype=np.int64)
@@ -482,8 +482,8 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
     rule = SplitRule(float(lam), float(min_child_weight), float(min_child_count),
                      float(min_gain))
     total = int(n_valid.sum()) if n_valid_total is None else int(n_valid_total)
-    kernel = (_best_par if par.use_parallel(total * hist.shape[0],
-                                            par.SPLIT_PARALLEL_MIN_CANDIDATES) else _best_ser)
+    kernel = (best_splits_par if par.use_parallel(total * hist.shape[0],
+                                            par.SPLIT_PARALLEL_MIN_CANDIDATES) else best_splits_ser)
     return kernel(hist, n_valid, np.asarray(counts, dtype=np.float64), totals, rule,
                   par.FEATURE_BLOCK)
 

@@ -16,7 +16,7 @@ import dpexp
 from dpexp.errors import BudgetExceededError as ErrorsBudgetExceeded
 from dpexp.privacy import Accountant, BudgetExceededError
 from dpexp.privacy.accountant import Round, compact_ledger
-from dpexp.privacy.mechanisms import _inverse_cdf_rows
+from dpexp.privacy.mechanisms import inverse_cdf_rows
 
 spend = st.tuples(st.floats(1e-4, 2.0), st.sampled_from([0.0, 1e-7, 1e-5]))
 tree = st.recursive(
@@ -248,7 +248,7 @@ def _rounds_of_utilities(utilities):
         out, used = [], 0
         for u in utilities:
             choice = np.empty((1, u.shape[0]), dtype=np.int64)
-            _inverse_cdf_rows(u, scale, uniforms[used:used + u.shape[0]].reshape(1, -1),
+            inverse_cdf_rows(u, scale, uniforms[used:used + u.shape[0]].reshape(1, -1),
                               choice)
             out.append(choice[0])
             used += u.shape[0]

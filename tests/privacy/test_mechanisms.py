@@ -256,7 +256,7 @@ def test_inverse_cdf_draws_equal_the_sequential_sums(seed):
     u = rng.random((5, x.shape[0]))
     u[0, :3] = [0.0, np.nextafter(1.0, 0.0), 0.5]
     out = np.empty(u.shape, dtype=np.int64)
-    M._inverse_cdf_rows(x, scale, u, out)
+    M.inverse_cdf_rows(x, scale, u, out)
     for r in range(x.shape[0]):
         z = (x[r] - x[r].max()) * scale
         w = np.array([math.exp(v) for v in z])  # the C library's exp, as the kernel's

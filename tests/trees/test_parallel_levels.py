@@ -99,7 +99,7 @@ def test_two_pass_split_search_gives_the_one_pass_bits(mcw, mcc):
     assert best_gain.tobytes() == gains.tobytes()
     np.testing.assert_array_equal(best_bin, arg)
     rule = SS.SplitRule(lam, mcw, mcc, -np.inf)
-    for kernel in (SS._best_ser, SS._best_par):
+    for kernel in (SS.best_splits_ser, SS.best_splits_par):
         feat, bins, top = kernel(hist, n_valid, np.zeros((0, 0, 0)), totals, rule, 4)
         for j in range(nb):
             f = int(np.argmax(gains[j])) if np.isfinite(gains[j]).any() else -1

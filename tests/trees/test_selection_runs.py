@@ -1,5 +1,5 @@
 """The run-length form of the exponential mechanism's inverse CDF
-(:func:`dpexp.privacy.mechanisms._add_run`, used by ``_inverse_cdf_rows``) against the
+(:func:`dpexp.privacy.mechanisms._add_run`, used by ``inverse_cdf_rows``) against the
 plain one-addition-per-candidate loop it replaces: the same partial sums bit for bit,
 hence the same draws, on weights built to hit its special cases (ties with the grid,
 binade crossings, weights below half an ulp, subnormals, long runs)."""
@@ -68,7 +68,7 @@ def test_draws_match_the_one_by_one_sampler(seed):
     scale = 0.3
     u = rng.random((25, x.shape[0]))
     out = np.empty((25, x.shape[0]), dtype=np.int64)
-    M._inverse_cdf_rows(x, scale, u, out)
+    M.inverse_cdf_rows(x, scale, u, out)
     for r in range(x.shape[0]):
         cum = sequential_sums(np.exp((x[r] - x[r].max()) * scale))
         for m in range(u.shape[0]):
@@ -87,7 +87,7 @@ def test_draws_of_distinct_utilities_match_the_one_by_one_sampler(scale):
     x[2, 17] = np.nan
     u = rng.random((40, x.shape[0]))
     out = np.empty((40, x.shape[0]), dtype=np.int64)
-    M._inverse_cdf_rows(x, scale, u, out)
+    M.inverse_cdf_rows(x, scale, u, out)
     for r in range(x.shape[0]):
         w = np.nan_to_num(np.exp((x[r] - np.nanmax(x[r])) * scale), nan=0.0)
         cum = sequential_sums(w)

@@ -57,7 +57,7 @@ def test_best_splits_is_the_best_candidate(seed, n_nodes, n_features, n_bins, mc
     expected = _brute_force(hist, n_valid, totals, 1e-3, mcc)
     no_counts = np.zeros((0, 0, 0))
     for tot in (None, totals):
-        for kernel in (SS._best_ser, SS._best_par):
+        for kernel in (SS.best_splits_ser, SS.best_splits_par):
             args = (hist, n_valid, no_counts, SS._NO_TOTALS if tot is None else tot,
                     SS.SplitRule(LAM, 1e-3, mcc, -np.inf), 3)
             feat, bins, gains = kernel(*args)
@@ -77,8 +77,8 @@ def test_serial_and_parallel_pick_the_same_split():
     no_counts = np.zeros((0, 0, 0))
     for tot in (SS._NO_TOTALS, totals):
         rule = SS.SplitRule(LAM, 1e-3, 1.0, -np.inf)
-        ser = SS._best_ser(hist, n_valid, no_counts, tot, rule, 4)
-        par = SS._best_par(hist, n_valid, no_counts, tot, rule, 4)
+        ser = SS.best_splits_ser(hist, n_valid, no_counts, tot, rule, 4)
+        par = SS.best_splits_par(hist, n_valid, no_counts, tot, rule, 4)
         for a, b in zip(ser, par, strict=True):
             np.testing.assert_array_equal(a, b)
 
@@ -171,7 +171,7 @@ def test_wide_features_with_empty_bins_give_the_plain_search_bits(share, mcw, mc
     n_valid = np.array([254, 254, 200, 20, 3])
     rule = SS.SplitRule(LAM, mcw, mcc, -np.inf)
     expected = _first_best_by_numpy(hist, n_valid, totals, rule)
-    for kernel in (SS._best_ser, SS._best_par):
+    for kernel in (SS.best_splits_ser, SS.best_splits_par):
         got = kernel(hist, n_valid, np.zeros((0, 0, 0)), totals, rule, 2)
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
