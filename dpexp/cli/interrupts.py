@@ -9,7 +9,7 @@ boundary lies in a Python function called back from C -- llvmlite calls its obje
 hooks so while numba compiles or loads a kernel, which a first run does for minutes -- the
 exception the handler raises cannot propagate: the C caller reports it to
 ``sys.unraisablehook`` and goes on, and the run ignored the signal. While a command runs,
-such a swallowed interrupt is sent again shortly after (:func:`_resend_swallowed`), until
+such a swallowed interrupt is sent again shortly after (:class:`_ResendSwallowed`), until
 it lands in ordinary Python code.
 """
 
@@ -39,23 +39,31 @@ def _raise_terminated(signum, frame) -> None:  # noqa: ARG001 - a signal handler
     raise Terminated
 
 
-def _resend_swallowed(previous: Callable) -> Callable:
+class _ResendSwallowed:
     """An unraisable hook that sends an interrupt swallowed by a C callback again (the
     module docstring), from a timer thread: sent from the hook itself, its handler would
     run within the hook, where it is swallowed once more. Other reports go to
-    ``previous``."""
+    ``previous``. :meth:`cancel` stops the resends still pending when the command ends
+    (it has stopped, as the interrupt asked; a late one would hit its caller)."""
 
-    def hook(unraisable) -> None:
+    def __init__(self, previous: Callable) -> None:
+        self.previous = previous
+        self.pending: list[threading.Timer] = []
+
+    def __call__(self, unraisable) -> None:
         exc_type = unraisable.exc_type
         if exc_type is None or not issubclass(exc_type, KeyboardInterrupt):
-            previous(unraisable)
+            self.previous(unraisable)
             return
         signum = signal.SIGTERM if issubclass(exc_type, Terminated) else signal.SIGINT
         timer = threading.Timer(RESEND_AFTER, os.kill, (os.getpid(), signum))
         timer.daemon = True
+        self.pending.append(timer)
         timer.start()
 
-    return hook
+    def cancel(self) -> None:
+        for timer in self.pending:
+            timer.cancel()
 
 
 @contextlib.contextmanager
@@ -68,9 +76,10 @@ def signals_as_interrupts() -> Iterator[None]:
         return
     previous_term = signal.signal(signal.SIGTERM, _raise_terminated)
     previous_hook = sys.unraisablehook
-    sys.unraisablehook = _resend_swallowed(previous_hook)
+    resend = sys.unraisablehook = _ResendSwallowed(previous_hook)
     try:
         yield
     finally:
         sys.unraisablehook = previous_hook
+        resend.cancel()
         signal.signal(signal.SIGTERM, previous_term)

@@ -157,3 +157,17 @@ def test_outside_a_command_a_swallowed_interrupt_is_only_reported():
     finally:
         sys.unraisablehook = previous
     assert [u.exc_type for u in seen] == [KeyboardInterrupt]
+
+
+def test_a_resend_still_pending_when_the_command_ends_is_cancelled():
+    """The command ended before the resend of a swallowed interrupt: it is not sent
+    into whatever runs next (here, this test's sleep)."""
+    from dpexp.cli.interrupts import signals_as_interrupts
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with signals_as_interrupts():
+            _swallowing_callback()()
+        time.sleep(0.3)  # past RESEND_AFTER: a resend would raise KeyboardInterrupt here
+    finally:
+        signal.signal(signal.SIGINT, previous)
