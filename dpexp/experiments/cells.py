@@ -61,26 +61,44 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_de
 _json_string = json.encoder.encode_basestring_ascii
 
 
+def view_key_parts(*, experiment: Any, scale: Any, dataset: Any, algorithm: Any, label: Any,
+                   params_json: str, epsilon: Any, seed: Any, data: Any
+                   ) -> tuple[str, str, str] | None:
+    """``(head, middle, tail)`` of the row key of :func:`view_key_text` around its fold and
+    repeat -- ``f"{head}{fold}{middle}{repeat}{tail}"`` for integer ``fold`` and ``repeat``
+    -- when every other value is a plain string (``seed`` an integer); else None. The
+    keys are in sorted order, as ``canonical_json``'s ``sort_keys`` writes them; a grid
+    point's cells share all but their fold and repeat (:func:`expand` makes the parts once
+    for them)."""
+    if not (type(experiment) is str and type(scale) is str and type(dataset) is str
+            and type(algorithm) is str and type(label) is str and type(epsilon) is str
+            and type(seed) is int and type(data) is str):
+        return None
+    head = (f'{{"algorithm":{_json_string(algorithm)},'
+            + (f'"data":{_json_string(data)},' if data else "")
+            + f'"dataset":{_json_string(dataset)},"epsilon":{_json_string(epsilon)},'
+            f'"experiment":{_json_string(experiment)},"fold":')
+    middle = f',"label":{_json_string(label)},"params":{params_json},"repeat":'
+    tail = f',"scale":{_json_string(scale)},"seed":{seed}}}'
+    return head, middle, tail
+
+
 def view_key_text(*, experiment: Any, scale: Any, dataset: Any, algorithm: Any, label: Any,
                   params: Any, params_json: str, epsilon: Any, fold: Any, repeat: Any,
                   seed: Any, data: Any) -> str:
     """``canonical_json`` of a row key (:attr:`Cell.view_key`; ``data`` left out when
-    empty), written directly into its sorted-key template when every value is a plain
-    string or integer (``params_json``: ``canonical_json(params)``): the same text in a
-    fifth of the time, for the 70,000 keys of ``dpexp list`` and the 200,000 of a report.
-    Any other value (a number read where a label was, a numpy integer) takes
-    :func:`canonical_json` itself."""
-    if (type(experiment) is str and type(scale) is str and type(dataset) is str
-            and type(algorithm) is str and type(label) is str and type(epsilon) is str
-            and type(fold) is int and type(repeat) is int and type(seed) is int
-            and type(data) is str):
-        # the keys in sorted order, as canonical_json's sort_keys writes them
-        return (f'{{"algorithm":{_json_string(algorithm)},'
-                + (f'"data":{_json_string(data)},' if data else "")
-                + f'"dataset":{_json_string(dataset)},"epsilon":{_json_string(epsilon)},'
-                f'"experiment":{_json_string(experiment)},"fold":{fold},'
-                f'"label":{_json_string(label)},"params":{params_json},"repeat":{repeat},'
-                f'"scale":{_json_string(scale)},"seed":{seed}}}')
+    empty), written directly into its sorted-key template (:func:`view_key_parts`) when
+    every value is a plain string or integer (``params_json``: ``canonical_json(params)``):
+    the same text in a fifth of the time, for the 70,000 keys of ``dpexp list`` and the
+    200,000 of a report. Any other value (a number read where a label was, a numpy
+    integer) takes :func:`canonical_json` itself."""
+    parts = (view_key_parts(experiment=experiment, scale=scale, dataset=dataset,
+                            algorithm=algorithm, label=label, params_json=params_json,
+                            epsilon=epsilon, seed=seed, data=data)
+             if type(fold) is int and type(repeat) is int else None)
+    if parts is not None:
+        head, middle, tail = parts
+        return f"{head}{fold}{middle}{repeat}{tail}"
     named = {"experiment": experiment, "scale": scale, "dataset": dataset, "algorithm": algorithm,
              "label": label, "params": params, "epsilon": epsilon, "fold": fold, "repeat": repeat,
              "seed": seed}
@@ -438,6 +456,12 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
                     params = {**params, DP_DOMAIN_SHARE: share}
                 params_json = canonical_json(params)  # one text for the grid point's cells
                 for eps in eps_list:
+                    # the row key around fold and repeat, made once for the point's cells
+                    parts = view_key_parts(
+                        experiment=spec.cells_id, scale=scale, dataset=ds.key,
+                        algorithm=algo.name or f"procedure:{algo.procedure}", label=algo.label,
+                        params_json=params_json, epsilon=format_epsilon(eps), seed=seed,
+                        data=version)
                     for rep in range(spec.cv.repeats):
                         for fold in range(n_folds):
                             cell = Cell(
@@ -449,5 +473,8 @@ def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
                                 metrics=metrics,
                             )
                             Cell.params_json.give(cell, params_json)
+                            if parts is not None:
+                                head, middle, tail = parts
+                                Cell.view_key.give(cell, f"{head}{fold}{middle}{rep}{tail}")
                             cells.append(cell)
     return cells

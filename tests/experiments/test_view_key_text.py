@@ -45,7 +45,8 @@ def test_the_template_writes_the_canonical_text(change):
     assert json.loads(text)["params"] == json.loads(canonical_json(values["params"]))
 
 
-@pytest.mark.parametrize("experiment", ["dpboost-fig2", "fletcher-fig13", "inprivate-fig4"])
+@pytest.mark.parametrize("experiment", ["dpboost-fig2", "fletcher-fig13", "inprivate-fig4",
+                                        "dpboost-table1"])
 def test_grid_and_row_keys_are_the_canonical_text(experiment):
     for cell in expand(resolve(experiment).at_scale("smoke"), "smoke")[:400]:
         values = {"experiment": cell.experiment, "scale": cell.scale, "dataset": cell.dataset.key,
