@@ -482,8 +482,8 @@ def best_splits(hist, lam, n_valid, min_child_weight, min_child_count, counts, t
     rule = SplitRule(float(lam), float(min_child_weight), float(min_child_count),
                      float(min_gain))
     total = int(n_valid.sum()) if n_valid_total is None else int(n_valid_total)
-    kernel = (best_splits_par if par.use_parallel(total * hist.shape[0],
-                                            par.SPLIT_PARALLEL_MIN_CANDIDATES) else best_splits_ser)
+    parallel = par.use_parallel(total * hist.shape[0], par.SPLIT_PARALLEL_MIN_CANDIDATES)
+    kernel = best_splits_par if parallel else best_splits_ser
     return kernel(hist, n_valid, np.asarray(counts, dtype=np.float64), totals, rule,
                   par.FEATURE_BLOCK)
 
