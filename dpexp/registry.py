@@ -243,9 +243,25 @@ def paper_manifests() -> list[PaperManifest]:
 
 def all_algorithms() -> dict[str, AlgorithmInfo]:
     """Every registered algorithm by name."""
+    return dict(_algorithms_by_name())
+
+
+#: :func:`_algorithms_by_name`'s last table and the manifests it was made from: the
+#: discovered manifests are kept for the process, so asking again (a grid asks 5,000
+#: times) reuses the table until :func:`refresh` or :data:`EXTRA_PAPERS` changes them.
+_algorithms_memo: list[tuple[tuple[PaperManifest, ...], dict[str, AlgorithmInfo]]] = []
+
+
+def _algorithms_by_name() -> dict[str, AlgorithmInfo]:
+    manifests = tuple(paper_manifests())
+    if _algorithms_memo:
+        made_from, table = _algorithms_memo[0]
+        if len(made_from) == len(manifests) and all(
+                a is b for a, b in zip(made_from, manifests, strict=True)):
+            return table
     out: dict[str, AlgorithmInfo] = {}
     where: dict[str, str] = {}
-    for manifest in paper_manifests():
+    for manifest in manifests:
         for info in manifest.algorithms:
             if info.name in out:
                 raise RuntimeError(
@@ -253,6 +269,7 @@ def all_algorithms() -> dict[str, AlgorithmInfo]:
                 )
             out[info.name] = info
             where[info.name] = manifest.source
+    _algorithms_memo[:] = [(manifests, out)]
     return out
 
 
@@ -340,7 +357,7 @@ def install_hint(package: str) -> str:
 
 
 def get_algorithm(name: str) -> AlgorithmInfo:
-    algos = all_algorithms()
+    algos = _algorithms_by_name()
     if name not in algos:
         raise UnknownNameError("algorithm", name, algos)
     return algos[name]

@@ -19,29 +19,29 @@ def _cell_counts(spec, rdir: Path, available) -> dict[str, dict]:
     """Per scale, the grid's cells done / here / grid (:mod:`dpexp.experiments.completion`,
     the definition ``plan`` and ``report`` use) and the finished cells outside the grid,
     from the cache and the committed results alike, as cell digests (a committed table's
-    from its index when it matches the table: no table is read to count)."""
+    from its index when it matches the table: no table is read to count). Counted by grid
+    point: a point's cells share their dataset and series, so no cell is made."""
     # lazy: committed imports pandas (~0.25 s), which the other commands of this module skip
-    from dpexp.experiments.cells import expand
-    from dpexp.experiments.committed import (
-        VIEW_PREFIX,
-        cached_view_prefixes,
-        committed_digests,
-    )
-    from dpexp.experiments.completion import completion, missing_packages
+    from dpexp.experiments.cells import expand_points, n_folds_of
+    from dpexp.experiments.committed import VIEW_PREFIX, cached_view_prefixes, committed_digests
+    from dpexp.experiments.completion import Tally, missing_packages, tally_completion
 
     counts = {}
     for sc in ("smoke", "paper"):
         scaled = spec.at_scale(sc)
-        cells = expand(scaled, sc)
+        points = expand_points(scaled, sc)
         # by the cache files' view-digest prefixes (their names) and the committed indexes;
-        # a cell's digest is made once (a canonical JSON and a sha256 each: most of `list`)
-        prefixes = [c.view_digest[:VIEW_PREFIX] for c in cells]
-        grid = set(prefixes)
-        done = (cached_view_prefixes(scaled, sc, rdir)
-                | {d[:VIEW_PREFIX] for d in committed_digests(scaled, sc, rdir, {0: cells})})
-        finished = {id(c) for c, p in zip(cells, prefixes, strict=True) if p in done}
-        c = completion(cells, lambda cell, f=finished: id(cell) in f, available,
-                       missing_packages(scaled), outside=len(done - grid))
+        # a cell's digest (a sha256 of its row key) is most of `list`
+        repeats, n_folds = scaled.cv.repeats, n_folds_of(scaled)
+        digests = [p.view_digests(repeats, n_folds) for p in points]
+        prefixes = [[d[:VIEW_PREFIX] for d in ds] for ds in digests]
+        grid = {d for ds in prefixes for d in ds}
+        committed = committed_digests(scaled, sc, rdir, {0: {d for ds in digests for d in ds}})
+        done = cached_view_prefixes(scaled, sc, rdir) | {d[:VIEW_PREFIX] for d in committed}
+        tallies = (Tally(p.dataset.name, p.algo.label, len(ds), sum(d in done for d in ds))
+                   for p, ds in zip(points, prefixes, strict=True))
+        c = tally_completion(tallies, available, missing_packages(scaled),
+                             outside=len(done - grid))
         counts[sc] = {"done": c.done, "here": c.here, "grid": c.grid, "outside": c.outside,
                       "datasets_missing": list(c.datasets_missing),
                       "packages_missing": list(c.packages_missing), "text": c.text()}

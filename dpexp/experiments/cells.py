@@ -310,7 +310,12 @@ def _registry_entry(name: str):
 def is_twin_skipped(algo: AlgorithmRef, dataset: str) -> bool:
     """Whether ``algo`` is a ``--dp-domains`` twin (:attr:`AlgorithmRef.dp_domain_share`)
     and ``dataset`` declares every domain: there the twin would be the original series."""
-    return algo.dp_domain_share is not None and not pays_on(_registry_entry(dataset))
+    return twin_skipped(algo, pays_on(_registry_entry(dataset)))
+
+
+def twin_skipped(algo: AlgorithmRef, pays: bool) -> bool:
+    """:func:`is_twin_skipped` on a dataset that ``pays`` (:func:`pays_on_dataset`) or not."""
+    return algo.dp_domain_share is not None and not pays
 
 
 def runs_on(algo: AlgorithmRef, dataset: DatasetRef, task: str | None) -> bool:
@@ -331,14 +336,6 @@ def pays_on_dataset(dataset: str) -> bool:
     """Whether the registry entry of ``dataset`` (a name or a key ``name[params]``) leaves
     a domain its task needs undeclared (a cell with a share pays for it there)."""
     return pays_on(_registry_entry(registry_name(dataset)))
-
-
-def domain_share_of(spec: ExperimentSpec, algo: AlgorithmRef, dataset: str) -> float | None:
-    """The ``dp_domain_share`` of the cells of ``algo`` on ``dataset``: :func:`series_share`
-    on a dataset whose registry entry leaves a domain undeclared; else None (the cells keep
-    the keys they had)."""
-    share = series_share(spec, algo)
-    return share if share is not None and pays_on_dataset(dataset) else None
 
 
 def unsupported_notes(spec: ExperimentSpec) -> list[str]:
@@ -396,6 +393,11 @@ def other_data_version(dataset: Any, data_version: Any) -> bool:
     return bool(current) and str(data_version or "") != current
 
 
+def n_folds_of(spec: ExperimentSpec) -> int:
+    """Folds a repeat of ``spec``'s CV scheme has (1 for a holdout)."""
+    return spec.cv.folds if spec.cv.scheme == "kfold" else 1
+
+
 #: A grid larger than this asks for ``--yes`` before anything is expanded or run.
 LARGE_GRID = 100_000
 
@@ -403,7 +405,7 @@ LARGE_GRID = 100_000
 def count_cells(spec: ExperimentSpec) -> int:
     """The number of cells :func:`expand` gives for ``spec`` (at its scale), counted from
     the spec without making them (a 10^7-cell grid is refused before it fills memory)."""
-    n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
+    n_folds = n_folds_of(spec)
     per_series = {}  # cells per (fold, repeat) of each series on a dataset it runs on
     for i, algo in enumerate(spec.algorithms):
         points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
@@ -430,51 +432,108 @@ def check_grid_size(spec: ExperimentSpec, yes: bool) -> int:
     return n
 
 
-def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
-    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``;
-    a series is left out on the datasets whose task its algorithm does not support
-    (:func:`unsupported_notes` says which).
+@dataclass(frozen=True)
+class GridPoint:
+    """One setting of a grid: a series' parameters at one epsilon on one dataset. Its cells
+    are the folds x repeats of the spec's CV scheme (:func:`expand`); counting a grid
+    (``dpexp list``) needs only their row-key digests (:meth:`view_digests`), not the
+    cells."""
 
-    A spec with ``cells_from`` gets the cells of the spec it names (their experiment id, so
-    their keys and numbers), restricted to its own grid."""
-    n_folds = spec.cv.folds if spec.cv.scheme == "kfold" else 1
-    cells = []
-    max_rows = spec.max_rows(scale)
+    experiment: str
+    scale: str
+    dataset: DatasetRef
+    algo: AlgorithmRef
+    params: dict[str, Any] = field(hash=False)
+    #: ``canonical_json(params)``: the one text of the point's cells
+    params_json: str
+    epsilon: float
+    seed: int
+    data_version: str
+    #: the metrics the spec asks for the dataset's task, sorted
+    metrics: tuple[str, ...]
+    #: the row key around fold and repeat (:func:`view_key_parts`; None: no template)
+    view_parts: tuple[str, str, str] | None
+
+    def view_key(self, fold: int, repeat: int) -> str:
+        """:attr:`Cell.view_key` of the point's cell at ``fold`` and ``repeat``."""
+        if self.view_parts is not None:
+            head, middle, tail = self.view_parts
+            return f"{head}{fold}{middle}{repeat}{tail}"
+        return view_key_text(
+            experiment=self.experiment, scale=self.scale, dataset=self.dataset.key,
+            algorithm=self.algo.name or f"procedure:{self.algo.procedure}",
+            label=self.algo.label, params=self.params, params_json=self.params_json,
+            epsilon=format_epsilon(self.epsilon), fold=fold, repeat=repeat, seed=self.seed,
+            data=self.data_version)
+
+    def view_digests(self, repeats: int, n_folds: int) -> list[str]:
+        """:attr:`Cell.view_digest` of the point's cells, in :func:`expand`'s order."""
+        sha = hashlib.sha256
+        return [sha(self.view_key(fold, rep).encode()).hexdigest()[:24]
+                for rep in range(repeats) for fold in range(n_folds)]
+
+
+def expand_points(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[GridPoint]:
+    """The grid points of ``spec`` (resolved at ``scale``) under the run seed ``seed``, in
+    :func:`expand`'s order; a series is left out on the datasets whose task its algorithm
+    does not support (:func:`unsupported_notes` says which)."""
+    points = []
+    registry = load_registry()  # each dataset's entry read once
+    shares = [series_share(spec, algo) for algo in spec.algorithms]
     for ds in spec.datasets:
-        version = dataset_version(ds.name)
-        task = dataset_task(ds.name)
+        entry = registry.get(ds.name)
+        version = entry.data_version if entry is not None else ""
+        task = entry.task if entry is not None else None
+        pays = pays_on(entry)
         metrics = tuple(sorted(spec.metrics_for(task))) if task else ()
-        for algo in spec.algorithms:
-            if not runs_on(algo, ds, task):  # a classification-only method on regression data
+        for algo, series in zip(spec.algorithms, shares, strict=True):
+            # a classification-only method on regression data; a twin where nothing is paid
+            if not supports(algo, task) or twin_skipped(algo, pays):
                 continue
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
-            share = domain_share_of(spec, algo, ds.name)
+            share = series if pays else None  # a share is paid where a domain is undeclared
             for params in grid_points(algo):
                 if any(is_per_task(v) for v in params.values()):
                     params = for_task(params, task)
                 if share is not None:  # a harness parameter: in the key, not the estimator's
                     params = {**params, DP_DOMAIN_SHARE: share}
-                params_json = canonical_json(params)  # one text for the grid point's cells
+                params_json = canonical_json(params)
                 for eps in eps_list:
-                    # the row key around fold and repeat, made once for the point's cells
                     parts = view_key_parts(
                         experiment=spec.cells_id, scale=scale, dataset=ds.key,
                         algorithm=algo.name or f"procedure:{algo.procedure}", label=algo.label,
                         params_json=params_json, epsilon=format_epsilon(eps), seed=seed,
                         data=version)
-                    for rep in range(spec.cv.repeats):
-                        for fold in range(n_folds):
-                            cell = Cell(
-                                experiment=spec.cells_id, scale=scale, dataset=ds,
-                                label=algo.label, algorithm=algo.name,
-                                procedure=algo.procedure, params=params, epsilon=eps,
-                                fold=fold, repeat=rep, n_folds=n_folds, seed=seed,
-                                data_version=version, cv=spec.cv, max_rows=max_rows,
-                                metrics=metrics,
-                            )
-                            Cell.params_json.give(cell, params_json)
-                            if parts is not None:
-                                head, middle, tail = parts
-                                Cell.view_key.give(cell, f"{head}{fold}{middle}{rep}{tail}")
-                            cells.append(cell)
+                    points.append(GridPoint(
+                        experiment=spec.cells_id, scale=scale, dataset=ds, algo=algo,
+                        params=params, params_json=params_json, epsilon=eps, seed=seed,
+                        data_version=version, metrics=metrics, view_parts=parts))
+    return points
+
+
+def expand(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[Cell]:
+    """All cells of ``spec`` (already resolved at ``scale``) under the run seed ``seed``:
+    each grid point's (:func:`expand_points`) folds within repeats.
+
+    A spec with ``cells_from`` gets the cells of the spec it names (their experiment id, so
+    their keys and numbers), restricted to its own grid."""
+    n_folds = n_folds_of(spec)
+    max_rows = spec.max_rows(scale)
+    cells = []
+    for point in expand_points(spec, scale, seed):
+        algo = point.algo
+        for rep in range(spec.cv.repeats):
+            for fold in range(n_folds):
+                cell = Cell(
+                    experiment=point.experiment, scale=scale, dataset=point.dataset,
+                    label=algo.label, algorithm=algo.name, procedure=algo.procedure,
+                    params=point.params, epsilon=point.epsilon, fold=fold, repeat=rep,
+                    n_folds=n_folds, seed=seed, data_version=point.data_version, cv=spec.cv,
+                    max_rows=max_rows, metrics=point.metrics,
+                )
+                # the texts made once for the point's cells
+                Cell.params_json.give(cell, point.params_json)
+                if point.view_parts is not None:
+                    Cell.view_key.give(cell, point.view_key(fold, rep))
+                cells.append(cell)
     return cells

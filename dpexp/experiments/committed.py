@@ -34,7 +34,9 @@ from dpexp.experiments.cells import (
     content_fields,
     content_key,
     expand,
+    expand_points,
     format_epsilon,
+    n_folds_of,
     view_key_text,
 )
 from dpexp.experiments.schema import CELL_COLUMNS
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "VIEW_PREFIX", "SharedReads", "adopt_committed", "cached_view_prefixes", "committed_digests", "committed_payloads", "index_path",
+    "VIEW_PREFIX", "SharedReads", "adopt_committed", "cached_view_prefixes", "committed_digests", "committed_payloads", "grid_view_digests",
+    "index_path",
     "keep_committed_rows", "key_digest", "read_index", "row_key", "table_index", "table_path",
     "write_table", "write_table_text",
 ]
@@ -140,12 +143,12 @@ def read_index(table: Path) -> dict[str, Any] | None:
 
 
 def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path,
-                      grids: dict[int, list[Cell]] | None = None) -> set[str]:
+                      grids: dict[int, set[str]] | None = None) -> set[str]:
     """Row-key digests (:attr:`Cell.view_digest`) of the cells :func:`committed_payloads`
     (every seed) returns: the table's
     cells (a ``cells_from`` spec: those of its grid), from the index when it matches the
-    table, else from the table itself. ``grids`` (seed -> ``expand(spec, scale, seed)``)
-    are grids the caller expanded already."""
+    table, else from the table itself. ``grids`` (seed -> the view digests of
+    ``expand(spec, scale, seed)``) are grids the caller digested already."""
     path = table_path(results_dir, spec.cells_id, scale)
     if not path.exists():
         return set()
@@ -155,9 +158,18 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path,
     digests = set(index["digests"])
     if spec.cells_from:
         grids = grids or {}
-        digests &= {c.view_digest for seed in index["seeds"]
-                    for c in grids.get(int(seed)) or expand(spec, scale, int(seed))}
+        for seed in {int(s) for s in index["seeds"]} - set(grids):
+            grids[seed] = grid_view_digests(spec, scale, seed)
+        digests &= {d for seed in index["seeds"] for d in grids[int(seed)]}
     return digests
+
+
+def grid_view_digests(spec: ExperimentSpec, scale: str, seed: int = 0) -> set[str]:
+    """:attr:`Cell.view_digest` of every cell of ``expand(spec, scale, seed)``, from its
+    grid points (no cell is made)."""
+    n_folds = n_folds_of(spec)
+    return {d for p in expand_points(spec, scale, seed)
+            for d in p.view_digests(spec.cv.repeats, n_folds)}
 
 
 #: How many hex digits of a cell's view digest its cache file name carries

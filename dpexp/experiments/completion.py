@@ -24,7 +24,10 @@ from dpexp.experiments.environment import dataset_available, optional_unavailabl
 from dpexp.experiments.spec import ExperimentSpec
 from dpexp.registry import get_algorithm
 
-__all__ = ["COMPLETION_HEADER", "Availability", "Completion", "completion", "missing_packages"]
+__all__ = [
+    "COMPLETION_HEADER", "Availability", "Completion", "Tally", "completion", "missing_packages",
+    "tally_completion",
+]
 
 #: The column header every command uses for :meth:`Completion.text`.
 COMPLETION_HEADER = "done / here / grid"
@@ -80,29 +83,51 @@ class Completion:
             tuple(dict.fromkeys((*self.packages_missing, *other.packages_missing))))
 
 
-def completion(cells: Iterable[Cell], is_done: Callable[[Cell], bool],
-               available: Callable[[str], bool], lacking: Mapping[str, str] | None = None,
-               outside: int = 0) -> Completion:
-    """The :class:`Completion` of the grid ``cells``: ``is_done`` says which are finished,
-    ``available`` which datasets load here, ``lacking`` maps a series label to the
-    optional package it needs and lacks."""
+@dataclass(frozen=True)
+class Tally:
+    """Cells of one dataset and series: how many the grid has and how many are done (a
+    grid point's, or a single cell's)."""
+
+    dataset: str
+    label: str
+    cells: int
+    done: int
+
+
+def tally_completion(tallies: Iterable[Tally], available: Callable[[str], bool],
+                     lacking: Mapping[str, str] | None = None, outside: int = 0) -> Completion:
+    """The :class:`Completion` of a grid given as :class:`Tally` groups: ``available``
+    says which datasets load here, ``lacking`` maps a series label to the optional package
+    it needs and lacks."""
     lacking = lacking or {}
     done = here = grid = 0
     missing: dict[str, None] = {}
     with_data: set[str] = set()
-    for cell in cells:
-        grid += 1
-        if is_done(cell):
-            done += 1
-            here += 1
-            with_data.add(cell.dataset.name)
-        elif available(cell.dataset.name):
-            here += cell.label not in lacking
+    for t in tallies:
+        grid += t.cells
+        done += t.done
+        here += t.done
+        if t.done:
+            with_data.add(t.dataset)
+        if t.cells == t.done:
+            continue
+        if available(t.dataset):
+            here += (t.cells - t.done) * (t.label not in lacking)
         else:
-            missing[cell.dataset.name] = None
+            missing[t.dataset] = None
     datasets = tuple(sorted(n for n in missing if n not in with_data))
     packages = tuple(sorted({f"{label} ({pkg})" for label, pkg in lacking.items()}))
     return Completion(done, here, grid, outside, datasets, packages)
+
+
+def completion(cells: Iterable[Cell], is_done: Callable[[Cell], bool],
+               available: Callable[[str], bool], lacking: Mapping[str, str] | None = None,
+               outside: int = 0) -> Completion:
+    """The :class:`Completion` of the grid ``cells``: ``is_done`` says which are finished
+    (:func:`tally_completion`, a cell at a time)."""
+    return tally_completion(
+        (Tally(c.dataset.name, c.label, 1, int(bool(is_done(c)))) for c in cells),
+        available, lacking, outside)
 
 
 def missing_packages(spec: ExperimentSpec, labels: set[str] | None = None) -> dict[str, str]:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from dpexp.cli import app
 from dpexp.experiments.catalog import resolve
 from dpexp.experiments.cells import expand
-from dpexp.experiments.completion import Completion, completion
+from dpexp.experiments.completion import Completion, Tally, completion, tally_completion
 
 #: synthA is generated here; gss is a file a user must supply (never in a mirror).
 SPEC = tiny_spec("tiny_done", datasets=["synthA", "gss"], epsilons=[1.0])
@@ -72,3 +72,22 @@ def test_list_plan_and_report_agree(tmp_path, monkeypatch):
     assert listed["datasets_missing"] == planned["datasets_missing"] == reported["datasets_unavailable"] == ["gss"]
     text = invoke("plan", "tiny_done", "--results-dir", results, "--no-calibrate")
     assert f"cells (done / here / grid): {half} / {half} / {grid}; datasets not here: gss" in text
+
+
+def test_tallies_by_grid_point_count_as_cell_by_cell():
+    """``dpexp list`` tallies a grid point's cells together (:func:`tally_completion`):
+    the same completion as counting each cell, done ones on a missing dataset included."""
+    spec = resolve("quickstart").at_scale("smoke")
+    cells = expand(spec, "smoke", 0)
+    first = cells[0].dataset.name
+    done = {c.key for c in cells[::3]}
+    lacking = {cells[-1].label: "somepkg"}
+    available = lambda name: name != first  # noqa: E731
+    by_cell = completion(cells, lambda cell: cell.key in done, available, lacking, outside=1)
+    groups: dict[tuple[str, str, str], list] = {}
+    for c in cells:
+        groups.setdefault((c.dataset.name, c.label, c.params_json + repr(c.epsilon)), []).append(c)
+    tallies = [Tally(name, label, len(cs), sum(c.key in done for c in cs))
+               for (name, label, _), cs in groups.items()]
+    assert tally_completion(tallies, available, lacking, outside=1) == by_cell
+    assert by_cell.done == len(done)

@@ -5,13 +5,20 @@ cells and of a committed table's rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from dpexp.experiments.catalog import resolve
-from dpexp.experiments.cells import canonical_json, expand, view_key_text
+from dpexp.experiments.catalog import load_catalog, resolve
+from dpexp.experiments.cells import (
+    canonical_json,
+    expand,
+    expand_points,
+    n_folds_of,
+    view_key_text,
+)
 from dpexp.experiments.committed import row_key
 
 BASE = {"experiment": "dpboost-fig2", "scale": "paper", "dataset": "adult",
@@ -59,3 +66,23 @@ def test_grid_and_row_keys_are_the_canonical_text(experiment):
         row = {**values, "params": json.dumps(dict(reversed(list(cell.params.items())))),
                "data_version": cell.data_version}
         assert row_key(row) == cell.view_key
+
+
+def test_grid_points_give_the_digests_of_the_cells_of_every_spec():
+    """``dpexp list`` counts by grid point (:meth:`GridPoint.view_digests`), never making
+    the cells: the same digests, in the same order, as the cells of the whole catalogue."""
+    for spec in load_catalog().specs.values():
+        for scale in ("smoke", "paper"):
+            scaled = spec.at_scale(scale)
+            cells = expand(scaled, scale)
+            points = expand_points(scaled, scale)
+            digests = [d for p in points for d in p.view_digests(scaled.cv.repeats, n_folds_of(scaled))]
+            assert digests == [c.view_digest for c in cells], (spec.id, scale)
+
+
+def test_a_point_without_a_template_gives_the_canonical_text():
+    point = expand_points(resolve("dpboost-fig2").at_scale("smoke"), "smoke")[0]
+    plain = dataclasses.replace(point, view_parts=None)
+    assert plain.view_key(3, 1) == point.view_key(3, 1)
+    weird = dataclasses.replace(point, experiment=7, view_parts=None)  # not a plain string
+    assert json.loads(weird.view_key(3, 1))["experiment"] == 7
