@@ -71,12 +71,13 @@ def leaderboard_part(sec: Section, results_dir: Path, figures_dir: Path) -> Lead
     return LeaderboardPart(sec.spec, sec.scale, files)
 
 
-def leaderboard_extras(sections: list[Section], results_dir: Path,
-                       figures_dir: Path) -> dict[str, list[Block]]:
-    """Spec id -> the blocks appended to its section, for every leaderboard section."""
-    return {s.spec.id: leaderboard_blocks(leaderboard_part(s, results_dir, figures_dir),
-                                          results_dir)
-            for s in sections if is_leaderboard(s.spec)}
+def leaderboard_extras(sec: Section, results_dir: Path, figures_dir: Path) -> list[Block]:
+    """The blocks appended to ``sec``: a leaderboard section's ranks, tests, CD diagrams
+    and price of privacy (none for another section). They need that section alone, so
+    ``dpexp report`` makes them where it builds the section, beside the others."""
+    if not is_leaderboard(sec.spec):
+        return []
+    return leaderboard_blocks(leaderboard_part(sec, results_dir, figures_dir), results_dir)
 
 
 def command(spec: ExperimentSpec, scale: str) -> str:

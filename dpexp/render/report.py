@@ -43,6 +43,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
 from dpexp.experiments.cache import write_text_if_changed
@@ -184,13 +185,14 @@ def write_report(results_dir: Path, figures_dir: Path, scale: str | None = None,
     each is built). ``workers``: processes building the sections
     (:func:`report_workers`); the files are the same, byte for byte, whatever their number."""
     specs = sorted(all_specs().values(), key=lambda s: _natural(s.id))
-    sections = _build_sections(specs, results_dir, figures_dir, scale, progress, workers)
+    built = _build_sections(specs, results_dir, figures_dir, scale, progress, workers)
+    sections = [b.section for b in built]
     judge_sections(sections)
     env = report_environment(results_dir)
     env["seeds"] = ", ".join(map(str, sorted({x for s in sections for x in s.seeds}))) or "—"
     # the leaderboard's ranks, tests and CD diagrams (dpexp.render.leaderboard_section)
     blocks = report_blocks(sections, env, results_dir,
-                           leaderboard_extras(sections, results_dir, figures_dir))
+                           {b.section.spec.id: b.extras for b in built if b.extras})
     tag = "-smoke" if scale == "smoke" else ""
     md_path = Path(results_dir) / f"REPORT{tag}.md"
     write_text_if_changed(md_path, markdown_of(blocks))
@@ -212,32 +214,43 @@ def report_workers() -> int:
     return max(1, min(2, cores or 1))
 
 
+@dataclass(frozen=True)
+class _Built:
+    """An artefact's section and the blocks appended to it (a leaderboard's ranks:
+    :func:`~dpexp.render.leaderboard_section.leaderboard_extras`), made together."""
+
+    section: Section
+    extras: list[Block]
+
+
 def _build_sections(specs: list[ExperimentSpec], results_dir: Path, figures_dir: Path,
                     scale: str | None, progress: Callable[[int, int, str], None] | None,
-                    workers: int) -> list[Section]:
+                    workers: int) -> list[_Built]:
     """Every spec's section, in the order of ``specs``. The specs showing one experiment's
     cells (``cells_from``) are built together, that table read once for them
     (:class:`SharedReads`); with ``workers`` > 1, such groups go to forked processes,
-    the largest committed tables first."""
+    the longest first: the leaderboards (their ranks are made with them), then by the
+    size of the committed table."""
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(specs):
         groups.setdefault(s.cells_id, []).append(i)
     if workers < 2 or len(groups) < 2:
         return _build_group(specs, results_dir, figures_dir, scale, progress, len(specs))
-    sections: list[Section | None] = [None] * len(specs)
-    biggest_first = sorted(groups.values(), key=lambda idx: -_table_bytes(specs[idx[0]], results_dir))
+    built: list[_Built | None] = [None] * len(specs)
+    longest_first = sorted(groups.values(), key=lambda idx: (
+        not any(is_leaderboard(specs[i]) for i in idx), -_table_bytes(specs[idx[0]], results_dir)))
     finish_probes()  # the workers must not share a running probe's pipes
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         futures = {pool.submit(_build_group, [specs[i] for i in idx], results_dir, figures_dir,
-                               scale, None, len(specs)): idx for idx in biggest_first}
+                               scale, None, len(specs)): idx for idx in longest_first}
         finished = 0
         for done in as_completed(futures):
-            for i, sec in zip(futures[done], done.result(), strict=True):
-                sections[i] = sec
+            for i, b in zip(futures[done], done.result(), strict=True):
+                built[i] = b
                 if progress is not None:  # as each is built (not before: they run together)
                     progress(finished, len(specs), specs[i].id)
                 finished += 1
-    return [s for s in sections if s is not None]
+    return [b for b in built if b is not None]
 
 
 def _table_bytes(spec: ExperimentSpec, results_dir: Path) -> int:
@@ -250,15 +263,16 @@ def _table_bytes(spec: ExperimentSpec, results_dir: Path) -> int:
 
 def _build_group(specs: list[ExperimentSpec], results_dir: Path, figures_dir: Path,
                  scale: str | None, progress: Callable[[int, int, str], None] | None,
-                 total: int) -> list[Section]:
-    """The sections of ``specs``, one after another; a table shown by several artefacts
-    (``cells_from``) is read once for them all."""
+                 total: int) -> list[_Built]:
+    """The sections of ``specs``, one after another, each with the blocks appended to it;
+    a table shown by several artefacts (``cells_from``) is read once for them all."""
     available = Availability()
     shared = SharedReads(uses=dict(Counter(s.cells_id for s in specs)))
-    sections = []
+    built = []
     for i, s in enumerate(specs):
         if progress is not None:
             progress(i, total, s.id)
-        sections.append(build_section(s, results_dir, figures_dir, scale, available, shared,
-                                      keep_rows=is_leaderboard(s)))
-    return sections
+        sec = build_section(s, results_dir, figures_dir, scale, available, shared,
+                            keep_rows=is_leaderboard(s))
+        built.append(_Built(sec, leaderboard_extras(sec, results_dir, figures_dir)))
+    return built
