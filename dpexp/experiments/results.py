@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dpexp.errors import CorruptCellWarning
@@ -192,9 +193,16 @@ def with_param_columns(frame: pd.DataFrame) -> pd.DataFrame:
     names = sorted({name for params in parsed.values() for name in params})
     if not names:
         return base
-    per_row = [parsed.get(text, {}) for text in base["params"]]
-    cols = {param_column(n): pd.Series([p.get(n) for p in per_row], index=base.index, dtype=object)
-            for n in names}
+    # each distinct text's values taken to its rows by code (a Python loop over the
+    # distinct texts, not over the rows); a missing text (code -1) takes the last slot
+    codes, texts = pd.factorize(base["params"], use_na_sentinel=True)
+    cols = {}
+    for n in names:
+        values = np.empty(len(texts) + 1, dtype=object)  # filled one by one: a list stays one value
+        for i, text in enumerate(texts):
+            values[i] = parsed.get(text, {}).get(n)
+        values[-1] = None
+        cols[param_column(n)] = pd.Series(values[codes], index=base.index, dtype=object)
     return pd.concat([base, pd.DataFrame(cols, index=base.index)], axis=1)
 
 

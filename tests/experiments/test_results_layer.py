@@ -176,6 +176,19 @@ def test_param_columns_are_derived_from_params():
     assert list(with_param_columns(empty).columns) == RESULT_COLUMNS
 
 
+def test_param_columns_of_repeated_and_missing_params():
+    """Rows sharing a params text share its values; a row without params has None."""
+    from dpexp.experiments.results import with_param_columns
+    from dpexp.experiments.schema import RESULT_COLUMNS
+
+    frame = pd.DataFrame({c: [None] * 5 for c in RESULT_COLUMNS})
+    frame["params"] = ['{"d":[1,2],"n":3}', None, '{"n":4}', '{"d":[1,2],"n":3}', '{"n":4}']
+    out = with_param_columns(frame)
+    assert out["p_n"].tolist() == [3, None, 4, 3, 4]
+    assert out["p_d"].tolist() == [[1, 2], None, None, [1, 2], None]
+    assert out.index.equals(frame.index)
+
+
 def test_cell_columns_are_the_row_key_and_the_seeds_leave_out_who_asked():
     from dpexp.experiments.catalog import resolve
     from dpexp.experiments.cells import expand
