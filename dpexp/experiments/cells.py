@@ -318,9 +318,11 @@ def twin_skipped(algo: AlgorithmRef, pays: bool) -> bool:
     return algo.dp_domain_share is not None and not pays
 
 
-def runs_on(algo: AlgorithmRef, dataset: DatasetRef, task: str | None) -> bool:
-    """Whether the grid has cells of series ``algo`` on ``dataset`` (of ``task``)."""
-    return supports(algo, task) and not is_twin_skipped(algo, dataset.name)
+def runs_on(algo: AlgorithmRef, task: str | None, pays: bool) -> bool:
+    """Whether the grid has cells of series ``algo`` on a dataset of ``task`` that
+    ``pays`` for a domain or not (:func:`pays_on_dataset`): not for a classification-only
+    method on regression data, nor for a ``--dp-domains`` twin where nothing is paid."""
+    return supports(algo, task) and not twin_skipped(algo, pays)
 
 
 def series_share(spec: ExperimentSpec, algo: AlgorithmRef) -> float | None:
@@ -411,8 +413,9 @@ def count_cells(spec: ExperimentSpec) -> int:
         points = math.prod(len(values) for values in algo.grid.values()) if algo.grid else 1
         per_series[i] = points * (len(spec.epsilons) if uses_epsilon(algo) else 1)
     tasks = {d.name: dataset_task(d.name) for d in spec.datasets}
+    pays = {d.name: pays_on_dataset(d.name) for d in spec.datasets}
     per_dataset = sum(per_series[i] for d in spec.datasets for i, algo in enumerate(spec.algorithms)
-                      if runs_on(algo, d, tasks[d.name]))
+                      if runs_on(algo, tasks[d.name], pays[d.name]))
     return per_dataset * spec.cv.repeats * n_folds
 
 
@@ -487,8 +490,7 @@ def expand_points(spec: ExperimentSpec, scale: str, seed: int = 0) -> list[GridP
         pays = pays_on(entry)
         metrics = tuple(sorted(spec.metrics_for(task))) if task else ()
         for algo, series in zip(spec.algorithms, shares, strict=True):
-            # a classification-only method on regression data; a twin where nothing is paid
-            if not supports(algo, task) or twin_skipped(algo, pays):
+            if not runs_on(algo, task, pays):
                 continue
             eps_list = spec.epsilons if uses_epsilon(algo) else [INF]
             share = series if pays else None  # a share is paid where a domain is undeclared

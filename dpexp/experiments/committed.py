@@ -158,9 +158,8 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path,
     digests = set(index["digests"])
     if spec.cells_from:
         grids = grids or {}
-        for seed in {int(s) for s in index["seeds"]} - set(grids):
-            grids[seed] = grid_view_digests(spec, scale, seed)
-        digests &= {d for seed in index["seeds"] for d in grids[int(seed)]}
+        digests &= {d for seed in {int(s) for s in index["seeds"]}
+                    for d in (grids[seed] if seed in grids else grid_view_digests(spec, scale, seed))}
     return digests
 
 
