@@ -21,7 +21,6 @@ import gzip
 import hashlib
 import io
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,21 +29,20 @@ from typing import TYPE_CHECKING, Any
 from dpexp.experiments import cache
 from dpexp.experiments.cells import (
     Cell,
-    canonical_params,
     content_fields,
     content_key,
     expand,
     expand_points,
     format_epsilon,
     n_folds_of,
-    view_key_text,
 )
-from dpexp.experiments.schema import CELL_COLUMNS
+from dpexp.experiments.row_keys import row_key
 from dpexp.experiments.spec import ExperimentSpec
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
+
+    from dpexp.experiments.table_rows import CellRows
 
 __all__ = [
     "VIEW_PREFIX", "SharedReads", "adopt_committed", "cached_view_prefixes", "committed_digests", "committed_payloads", "grid_view_digests",
@@ -53,9 +51,6 @@ __all__ = [
     "write_table", "write_table_text",
 ]
 
-#: Text columns whose empty value is "" (not missing).
-_TEXT_COLUMNS = ("not_dp_reason", "domain_source", "noise", "label", "git_revision",
-                 "dpexp_version", "data_version")
 #: Scales whose union table is compressed (and meant to be committed).
 COMPRESSED_SCALES = ("paper",)
 
@@ -111,7 +106,7 @@ def table_index(data: bytes, name: str) -> dict[str, Any]:
     groups = _read_rows(io.BytesIO(data), compression="gzip" if name.endswith(".gz") else None,
                         name=name)
     rows = sum(len(r) for r in groups.values())
-    seeds = sorted({int(r[0]["seed"]) for r in groups.values()})
+    seeds = sorted({int(r.first("seed")) for r in groups.values()})
     return {"table": name, "sha256": hashlib.sha256(data).hexdigest(), "rows": rows,
             "cells": len(groups), "seeds": seeds, "digests": sorted(map(key_digest, groups))}
 
@@ -154,7 +149,7 @@ def committed_digests(spec: ExperimentSpec, scale: str, results_dir: Path,
         return set()
     index = read_index(path)
     if index is None:
-        return {key_digest(_key(p["rows"][0])) for p in committed_payloads(spec, scale, results_dir)}
+        return {key_digest(row_key(p["rows"][0])) for p in committed_payloads(spec, scale, results_dir)}
     digests = set(index["digests"])
     if spec.cells_from:
         grids = grids or {}
@@ -192,118 +187,14 @@ def cached_view_prefixes(spec: ExperimentSpec, scale: str, results_dir: Path) ->
     return {view for _, view in names}
 
 
-def _key(values: dict[str, Any]) -> str:
-    """The row key of a result row: :attr:`Cell.view_key` of its cell (where it is shown;
-    unique within a results table)."""
-    params, params_json = canonical_params(values["params"])
-    version = values.get("data_version")
-    return view_key_text(
-        experiment=values["experiment"], scale=values["scale"], dataset=values["dataset"],
-        algorithm=values["algorithm"], label=values["label"], params=params,
-        params_json=params_json, epsilon=format_epsilon(float(values["epsilon"])),
-        fold=int(values["fold"]), repeat=int(values["repeat"]), seed=int(values["seed"]),
-        data=version if isinstance(version, str) else "")
-
-
-def row_key(row: dict[str, Any]) -> str:
-    """Public name of :func:`_key` (tests check it equals ``Cell.view_key``)."""
-    return _key(row)
-
-
-def _clean(value: Any) -> Any:
-    """A CSV value back to what the runner wrote (NaN -> None for optional fields)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
 def _read_rows(path: Path | io.BytesIO, compression: str | None = "infer",
-               name: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Committed rows grouped by cell key (in the table's order, cells by their first row).
+               name: str | None = None) -> dict[str, CellRows]:
+    """The table's rows grouped by cell key (:func:`dpexp.experiments.table_rows.read_cell_rows`)."""
+    # counting cells from the indexes (`dpexp list`) reads no table
+    # lazy: reading a table needs pandas (~0.3 s), which `dpexp list` never imports
+    from dpexp.experiments.table_rows import read_cell_rows
 
-    Vectorised (issue 43: a dict comprehension and a canonical key per row made reading
-    the paper-scale tables most of ``dpexp report``): the key is made once per cell (rows
-    grouped by their key columns) and the row dicts are zipped from whole columns, with
-    the values :func:`_clean` gives (NaN -> None, numpy scalars -> Python), ``value`` a
-    float and ``noise`` derived where the table lacks it (:func:`row_noise`).
-    """
-    # lazy: pandas (~0.3 s) is for reading a table; counting cells from the indexes (`dpexp list`) reads none
-    import pandas as pd
-
-    # dtype: a fingerprint of hex digits only ("123e4567...") must not be read as a number
-    frame = pd.read_csv(path, keep_default_na=True, dtype={"data_version": object},
-                        low_memory=False, compression=compression)
-    if frame.empty:
-        return {}
-    where = name or path
-    for col in _TEXT_COLUMNS:  # CSV writes "" as an empty field, read back as NaN
-        if col in frame.columns:
-            frame[col] = frame[col].astype(object).fillna("")
-    missing = [c for c in CELL_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{where}: not a dpexp results table (no column(s) {missing})")
-    columns = {str(c): _clean_column(frame[c]) for c in frame.columns if not str(c).startswith("p_")}
-    columns["value"] = frame["value"].astype(float).tolist()
-    columns["noise"] = _noise_column(columns)
-    names = list(columns)
-    rows = [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
-    return {key: [rows[i] for i in positions] for key, positions in _cell_positions(frame, rows)}
-
-
-def _clean_column(column: pd.Series) -> list[Any]:
-    """A column's values as :func:`_clean` gives them: Python scalars, None for NaN."""
-    # lazy: numpy comes with pandas, which only reading a table needs (see _read_rows)
-    import numpy as np
-
-    values = column.tolist()  # numpy scalars -> Python (int, float, bool, str)
-    if column.dtype.kind in "iub":  # no NaN in an integer or boolean column
-        return values
-    # only where pandas sees a missing value can there be a NaN (a Python loop over the
-    # few, not over the 60,000 rows of a table)
-    for i in np.flatnonzero(column.isna().to_numpy()):
-        v = values[i]
-        if isinstance(v, float) and v != v:
-            values[i] = None
-    return values
-
-
-def _noise_column(columns: dict[str, list[Any]]) -> list[str]:
-    """The ``noise`` of every row: the table's where it has one, else derived from the
-    row's algorithm and epsilon (:func:`dpexp.experiments.noise.row_noise`)."""
-    # lazy: dpexp.privacy imports scikit-learn (~1 s), which `dpexp list` never needs
-    from dpexp.experiments.noise import row_noise
-
-    given = columns.get("noise") or [None] * len(columns["algorithm"])
-    derived: dict[tuple[Any, Any], str] = {}
-    out = []
-    for noise, algorithm, epsilon in zip(given, columns["algorithm"], columns["epsilon"], strict=True):
-        if isinstance(noise, str) and noise:
-            out.append(noise)
-            continue
-        pair = (algorithm, epsilon)
-        if pair not in derived:  # a function of the two (few distinct pairs a table)
-            derived[pair] = row_noise({"algorithm": algorithm, "epsilon": epsilon})
-        out.append(derived[pair])
-    return out
-
-
-def _cell_positions(frame: pd.DataFrame, rows: list[dict[str, Any]]):
-    """(row key, row positions in table order) of every cell, cells in the order of their
-    first row: rows are grouped by the key's columns, the key made from each group's first
-    row (:func:`_key`), and groups whose keys coincide (params spelt two ways) merged."""
-    # lazy: numpy comes with pandas, which only reading a table needs (see _read_rows)
-    import numpy as np
-
-    by = [c for c in (*CELL_COLUMNS, "data_version") if c in frame.columns]
-    codes = frame.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
-    order = np.argsort(codes, kind="stable")
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1
-    merged: dict[str, list[np.ndarray]] = {}
-    for positions in np.split(order, bounds):
-        merged.setdefault(_key(rows[int(positions[0])]), []).append(positions)
-    # groups are numbered by first appearance, so the keys are in first-row order
-    return [(key, (parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))).tolist())
-            for key, parts in merged.items()]
+    return read_cell_rows(path, compression, name)
 
 
 def _cell_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -347,10 +238,10 @@ class SharedReads:
     """
 
     uses: dict[str, int]
-    _held: dict[Path, dict[str, list[dict[str, Any]]]] = field(default_factory=dict, repr=False)
+    _held: dict[Path, dict[str, CellRows]] = field(default_factory=dict, repr=False)
     _left: dict[Path, int] = field(default_factory=dict, repr=False)
 
-    def groups(self, path: Path, experiment: str) -> dict[str, list[dict[str, Any]]]:
+    def groups(self, path: Path, experiment: str) -> dict[str, CellRows]:
         """The rows of ``path`` (the table of ``experiment``) grouped by cell key."""
         if self.uses.get(experiment, 0) < 2:
             return _read_rows(path)
@@ -389,7 +280,7 @@ def committed_payloads(
         return []
     if seeds is None:
         # every row of a cell has the cell's seed (it is part of the key)
-        seeds = sorted({int(rows[0]["seed"]) for rows in groups.values()})
+        seeds = sorted({int(rows.first("seed")) for rows in groups.values()})
     seeds = [int(s) for s in seeds]
     at = spec.at_scale(scale)
     out, grid_keys = [], set()
@@ -412,7 +303,7 @@ def committed_payloads(
     wanted = set(seeds)
     for key, rows in groups.items():
         # every row of a cell has the cell's seed (it is part of the key)
-        if key not in grid_keys and int(rows[0]["seed"]) in wanted:
+        if key not in grid_keys and int(rows.first("seed")) in wanted:
             out.append({"key": _content_key(rows[0], at, scale), "cell": _cell_record(rows[0]), "rows": rows,
                         "committed": True, "grid": False})
     return out
@@ -430,7 +321,7 @@ def adopt_committed(spec: ExperimentSpec, scale: str, results_dir: Path,
     for payload in committed_payloads(spec, scale, results_dir, seeds, grid_only=True):
         cell = wanted.get(payload["key"])
         if cell is not None:
-            cache.write_cell(results_dir, cell, {"cell": payload["cell"], "rows": payload["rows"],
+            cache.write_cell(results_dir, cell, {"cell": payload["cell"], "rows": list(payload["rows"]),
                                                  "committed": True})
             adopted += 1
     return adopted
@@ -446,7 +337,7 @@ def keep_committed_rows(frame: pd.DataFrame, results_dir: Path, experiment: str,
     path = table_path(results_dir, experiment, scale)
     if not path.exists():
         return frame
-    have = {_key(r) for r in frame.to_dict("records")} if len(frame) else set()
+    have = {row_key(r) for r in frame.to_dict("records")} if len(frame) else set()
     extra = [row for key, rows in _read_rows(path).items() if key not in have for row in rows]
     if not extra:
         return frame

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,12 +49,12 @@ from dpexp.experiments.noise import with_noise
 from dpexp.experiments.reconcile import reconcile, warn_conflicts
 from dpexp.experiments.schema import (
     CELL_COLUMNS,
-    METRIC,
     PARAM_PREFIX,
     RESULT_COLUMNS,
     param_column,
 )
 from dpexp.experiments.spec import ExperimentSpec, registry_name, select
+from dpexp.experiments.table_rows import CellRows, rows_frame
 
 __all__ = ["CELL_COLUMNS", "RESULT_COLUMNS", "CachedResults", "ResultFilter", "cached_results",
            "payload_rows", "read_cells", "with_param_columns"]
@@ -164,6 +164,16 @@ def payload_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
     if _missing(wall) or not any(_missing(r.get("wall_seconds")) for r in rows):
         return rows
     return [{**r, "wall_seconds": wall} if _missing(r.get("wall_seconds")) else r for r in rows]
+
+
+def _row_source(payload: dict[str, Any]) -> Sequence[dict[str, Any]]:
+    """The rows of a payload as :func:`rows_frame` takes them: a committed cell's rows as
+    they are (positions in its table: the noise column filled when read, no wall time to
+    copy), other payloads' through :func:`payload_rows`."""
+    rows = payload["rows"]
+    if isinstance(rows, CellRows) and _missing(payload.get("wall_seconds")):
+        return rows
+    return payload_rows(payload)
 
 
 def _parsed_params(text: Any) -> dict[str, Any]:
@@ -364,12 +374,9 @@ def cached_results(
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
     kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])
-    rows = [r for p in kept for r in payload_rows(p)]
-    if spec.cells_from:  # another experiment's cells: the metrics this artefact shows
-        shown = {m for names in spec.metrics.values() for m in names}
-        rows = [r for r in rows if r.get("metric_kind") != METRIC or r.get("metric") in shown]
-    frame = pd.DataFrame.from_records(rows, columns=RESULT_COLUMNS) if rows else pd.DataFrame(columns=RESULT_COLUMNS)
-    frame = with_param_columns(frame)
+    # another experiment's cells (cells_from): the metrics this artefact shows
+    shown = {m for names in spec.metrics.values() for m in names} if spec.cells_from else None
+    frame = with_param_columns(rows_frame([_row_source(p) for p in kept], RESULT_COLUMNS, shown))
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
     seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
     grid = _grid(spec, scale, filters, seeds, grids)
