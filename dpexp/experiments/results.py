@@ -367,10 +367,18 @@ def cached_results(
                 versions[at] = other_data_version(*at)
             return versions[at]
 
-        payloads = [p for p in payloads if not is_stale(
-            p["cell"].get("label"), params_json(p["cell"].get("params") or {}), current,
-            task_of(p["cell"].get("dataset")), registry_name(p["cell"].get("dataset")), pays)
-            and not other_version(p["cell"])]
+        kept: dict[tuple[Any, ...], bool] = {}  # a verdict per series setting, not per cell
+
+        def current_cell(cell: dict) -> bool:
+            text = params_json(cell.get("params") or {})
+            at = (cell.get("label"), text, cell.get("dataset"), cell.get("data_version"))
+            if at not in kept:
+                kept[at] = not is_stale(
+                    at[0], text, current, task_of(at[2]), registry_name(at[2]), pays,
+                ) and not other_version(cell)
+            return kept[at]
+
+        payloads = [p for p in payloads if current_cell(p["cell"])]
     # In key order, whatever the source (cell files, committed table): aggregates and the
     # rendered lists come out the same, to the last bit, from a cache or a fresh clone.
     kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])

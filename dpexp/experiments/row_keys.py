@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from dpexp.experiments.cells import canonical_params, format_epsilon, view_key_text
+from dpexp.experiments.cells import (
+    canonical_params,
+    format_epsilon,
+    view_key_parts,
+    view_key_text,
+)
 
-__all__ = ["KEY_FIELDS", "row_key"]
+__all__ = ["KEY_FIELDS", "row_key", "row_keys"]
 
 
 #: The fields of a row its key is made of.
@@ -32,4 +38,37 @@ def row_key(values: dict[str, Any], parsed: dict[str, tuple[Any, str]] | None = 
         algorithm=values["algorithm"], label=values["label"], params=params,
         params_json=params_json, epsilon=format_epsilon(float(values["epsilon"])),
         fold=int(values["fold"]), repeat=int(values["repeat"]), seed=int(values["seed"]),
+        data=version if isinstance(version, str) else "")
+
+
+def row_keys(columns: list[Sequence[Any]]) -> list[str]:
+    """:func:`row_key` of many rows, given as the columns :data:`KEY_FIELDS` (in that
+    order): the key is written into the template its cell's setting shares with the other
+    folds and repeats (:func:`dpexp.experiments.cells.view_key_parts`), made once a setting
+    -- the same text as :func:`row_key`'s."""
+    parsed: dict[str, tuple[Any, str]] = {}
+    templates: dict[tuple[Any, ...], tuple[str, str, str] | None] = {}
+    keys = []
+    for values in zip(*columns, strict=True):
+        setting = values[:7] + values[9:]  # all but fold and repeat
+        if setting not in templates:
+            templates[setting] = _template(dict(zip(KEY_FIELDS, values, strict=True)), parsed)
+        parts = templates[setting]
+        if parts is None:
+            keys.append(row_key(dict(zip(KEY_FIELDS, values, strict=True)), parsed))
+        else:
+            keys.append(f"{parts[0]}{int(values[7])}{parts[1]}{int(values[8])}{parts[2]}")
+    return keys
+
+
+def _template(values: dict[str, Any], parsed: dict[str, tuple[Any, str]]) -> tuple[str, str, str] | None:
+    """The row key of ``values``' setting around fold and repeat (None: no template)."""
+    text = values["params"]
+    if text not in parsed:
+        parsed[text] = canonical_params(text)
+    version = values.get("data_version")
+    return view_key_parts(
+        experiment=values["experiment"], scale=values["scale"], dataset=values["dataset"],
+        algorithm=values["algorithm"], label=values["label"], params_json=parsed[text][1],
+        epsilon=format_epsilon(float(values["epsilon"])), seed=int(values["seed"]),
         data=version if isinstance(version, str) else "")

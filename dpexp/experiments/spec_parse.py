@@ -99,7 +99,7 @@ def parse_spec(raw: Any, path: Path) -> ExperimentSpec:
         epsilons=epsilon_list(path, "epsilons", raw.get("epsilons", [1.0])), cv=cv,
         metrics=_metrics(path, raw.get("metrics")), aliases=_aliases(path, raw.get("aliases")),
         notes=str(raw.get("notes", "")).strip(),
-        plot=_mapping(path, "plot", raw.get("plot"), _PLOT_KEYS),
+        plot=_plot(path, raw.get("plot")),
         table=_mapping(path, "table", raw.get("table"), _TABLE_KEYS),
         scales=_scales(path, raw.get("scales"), cv), paper_values=pv, claims=tuple(claims),
         privacy_caveats=tuple(raw.get("privacy_caveats") or ()),
@@ -228,6 +228,24 @@ def _mapping(path: Path, key: str, raw: Any, allowed: set[str]) -> dict[str, Any
         raise spec_error(path, f"key {key!r} must be a mapping.")
     check_keys(path, key, raw, allowed)
     return raw
+
+
+#: ``plot.panels``: one panel per dataset, or one panel for all (an x across datasets,
+#: ``dataset_param:NAME``).
+PANELS = ("dataset", "none")
+
+
+def _plot(path: Path, raw: Any) -> dict[str, Any]:
+    plot = _mapping(path, "plot", raw, _PLOT_KEYS)
+    if plot.get("panels", "dataset") not in PANELS:
+        raise spec_error(path, f"key 'plot.panels' must be one of {', '.join(PANELS)}, "
+                               f"got {plot['panels']!r}.")
+    if str(plot.get("x", "")).startswith("dataset_param:") and plot.get("panels", "dataset") == "dataset":
+        # an x that is a dataset's parameter takes one value per dataset: a panel each would
+        # hold a single point
+        raise spec_error(path, f"key 'plot.x' is {plot['x']!r} (one value per dataset): "
+                               "set 'plot.panels: none' to draw it across the datasets.")
+    return plot
 
 
 def _scales(path: Path, raw: Any, cv: CVScheme) -> dict[str, ScaleOverride]:

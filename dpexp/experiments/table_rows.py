@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpexp.experiments.noise import row_noise
-from dpexp.experiments.row_keys import KEY_FIELDS, row_key
+from dpexp.experiments.row_keys import KEY_FIELDS, row_keys
 from dpexp.experiments.schema import CELL_COLUMNS, METRIC
 
 __all__ = ["CellRows", "TableColumns", "read_cell_rows", "rows_frame"]
@@ -43,12 +43,9 @@ class TableColumns:
     names: tuple[str, ...]
     arrays: dict[str, np.ndarray]
 
-    def row(self, position: int, names: Sequence[str] | None = None) -> dict[str, Any]:
-        """The row at ``position`` as a dict (columns in the table's order), or only its
-        columns ``names`` that the table has."""
-        if names is None:
-            return {name: self.arrays[name][position] for name in self.names}
-        return {name: self.arrays[name][position] for name in names if name in self.arrays}
+    def row(self, position: int) -> dict[str, Any]:
+        """The row at ``position`` as a dict (columns in the table's order)."""
+        return {name: self.arrays[name][position] for name in self.names}
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,10 +143,12 @@ def _cell_positions(frame: pd.DataFrame, table: TableColumns) -> list[tuple[str,
     codes = frame.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    groups = np.split(order, bounds)
+    firsts = np.array([g[0] for g in groups], dtype=np.intp)
+    empty = np.full(len(firsts), None, dtype=object)
+    keys = row_keys([table.arrays[c][firsts] if c in table.arrays else empty for c in KEY_FIELDS])
     merged: dict[str, list[np.ndarray]] = {}
-    parsed: dict[str, tuple[Any, str]] = {}
-    for positions in np.split(order, bounds):
-        key = row_key(table.row(int(positions[0]), KEY_FIELDS), parsed)
+    for key, positions in zip(keys, groups, strict=True):
         merged.setdefault(key, []).append(positions)
     # groups are numbered by first appearance, so the keys are in first-row order
     return [(key, parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts)))

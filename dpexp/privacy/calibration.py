@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from dpexp.errors import check_epsilon
-from dpexp.privacy.sampler_kernels import SCALE_LIMIT, SIGMA2_LIMIT
+from dpexp.privacy.sampler_limits import SCALE_LIMIT, SIGMA2_LIMIT
 
 __all__ = [
     "analytic_gaussian_sigma",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.jit import njit
+from dpexp.privacy.sampler_limits import SCALE_LIMIT, SIGMA2_LIMIT
 
 __all__ = [
     "BERNOULLI",
@@ -49,12 +50,6 @@ _TWO48 = np.uint64(1 << 48)
 _TWO16 = np.uint64(1 << 16)
 _GONE = np.int64(-1)  # position returned when the buffer ran out
 
-#: Numerator and denominator of a discrete Laplace scale t/s stay below this. With
-#: t < 2**48 the geometric part V is cut at V <= (2**62 - t) / t >= 2**14 - 1.
-SCALE_LIMIT = 1 << 48
-#: The discrete Gaussian's variance σ² = t·m (grid units) stays below this: then t, m
-#: <= 2**26 + 1 and 2 t m < 2**53 (see ``_dgauss_one``).
-SIGMA2_LIMIT = 1 << 52
 #: Upper bound on the total variation between ``discrete_gaussian`` and the exact law
 #: (the cut at |Y| >= m + 2**32: 2 e**-2048 < 1e-800, so below any double), added to
 #: the computed delta as the smallest positive double.

@@ -70,7 +70,9 @@ def matplotlib_text() -> str:
     # lazy: ft2font is matplotlib's compiled text renderer, loaded with pyplot anyway
     from matplotlib import ft2font
 
-    rc = {k: v for k, v in matplotlib.rcParams.items() if not k.startswith("backend")}
+    # the stored values (dict.items): reading rcParams["backend"] through the mapping
+    # resolves the backend, which imports pyplot (~1 s a report worker) for a key left out
+    rc = {k: v for k, v in dict.items(matplotlib.rcParams) if not k.startswith("backend")}
     return canonical({"version": matplotlib.__version__,
                       "freetype": getattr(ft2font, "__freetype_version__", ""), "rc": rc})
 

@@ -401,7 +401,7 @@ def build_lines(spec: ExperimentSpec, agg: pd.DataFrame, ctx: RenderContext):
         agg = _split_series_by_epsilon(agg)
     panel_by = spec.plot.get("panels", "dataset")
     panels = ([d for d in ctx.order if d in set(agg["dataset"])] if panel_by == "dataset"
-              else [None])
+              else [None])  # "none": one panel, x across the datasets
     rows, cols = style.grid_shape(len(panels))
     width = style.figure_width(cols)
     all_series = _ordered_series(spec, agg)

@@ -237,13 +237,16 @@ def every_gap_md(price: pd.DataFrame, eps: list[float]) -> str:
     """Every DP entry's gap per dataset and ε, one row per (task, dataset, entry)."""
     lines = ["| task | dataset | entry | " + " | ".join(f"ε = {e:g}" for e in eps) + " |",
              "|---|---|---|" + "---|" * len(eps)]
-    by = price.set_index(["task", "dataset", "label", "epsilon"])
+    # one (gap, private) per (task, dataset, entry, epsilon): a dict, not a frame look-up a cell
+    keys = zip(price["task"], price["dataset"], price["label"], price["epsilon"], strict=True)
+    by = dict(zip(keys, zip(price["gap"], price["private"], strict=True), strict=True))
+    if len(by) != len(price):
+        raise ValueError("price of privacy: an entry has two gaps at one (task, dataset, ε)")
     for (task, dataset, label), _ in price.groupby(["task", "dataset", "label"], sort=False):
         cells = []
         for e in eps:
-            key = (task, dataset, label, e)
-            cells.append("—" if key not in by.index else
-                         _gap(by.loc[key, "gap"], bool(by.loc[key, "private"])))
+            at = by.get((task, dataset, label, e))
+            cells.append("—" if at is None else _gap(at[0], bool(at[1])))
         lines.append(f"| {md_escape(task)} | {md_escape(dataset)} | {md_escape(label)} | "
                      + " | ".join(cells) + " |")
     return "\n".join([*lines, "", f"{NOT_DP_MARK}: the entry's rows there are not DP."])

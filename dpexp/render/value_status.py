@@ -213,7 +213,8 @@ def pooled_cells(agg: pd.DataFrame, spec: ExperimentSpec, cells: dict) -> tuple[
     (draws of a generator) are pooled with each row's mean as one replicate, since the
     draw-to-draw spread is then the variation. None when nothing matches."""
     ds_display = {d.key: d.display for d in spec.datasets}
-    rows = agg[[matches_entry(cells, row, ds_display, by_name=True) for _, row in agg.iterrows()]]
+    # rows as dicts (iterrows builds a Series a row: most of the report's judging)
+    rows = agg[[matches_entry(cells, row, ds_display, by_name=True) for row in agg.to_dict("records")]]
     rows = rows[rows["mean"].map(lambda m: math.isfinite(float(m)))]
     if rows.empty:
         return None

@@ -79,6 +79,10 @@ def test_every_paper_value_selects_an_epsilon_its_algorithm_runs_at():
         ({"colour": "red"}, "colour"),
         ({"algorithms": [{"name": "breiman_rf", "params": {"max_depth": {"classification": 3}}}]},
          "params.max_depth"),
+        ({"plot": {"x": "epsilon", "panels": "metric"}}, "plot.panels"),
+        # one value per dataset: a panel per dataset would hold one point each
+        ({"plot": {"x": "dataset_param:n_samples", "panels": "dataset"}}, "plot.x"),
+        ({"plot": {"x": "dataset_param:n_samples"}}, "plot.x"),
     ],
 )
 def test_malformed_spec_names_the_bad_key(over, key):
