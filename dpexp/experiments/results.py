@@ -152,28 +152,22 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def payload_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
+def payload_rows(payload: dict[str, Any]) -> Sequence[dict[str, Any]]:
     """The rows of a cached payload, each with the cell's ``wall_seconds`` and ``noise``.
 
     Cells cached before the column existed have the wall time only at the payload's top
     level; it is copied onto their rows here (the cache file is unchanged). Rows without
-    either (committed tables written before the column, peers' cells) keep none: NaN.
+    either (committed tables written before the column, peers' cells) keep none: NaN. A
+    committed cell's rows are returned as they are (:class:`CellRows`: its noise is filled
+    when its table is read, and its wall time is on its rows or nowhere).
     """
+    if isinstance(payload["rows"], CellRows) and _missing(payload.get("wall_seconds")):
+        return payload["rows"]
     rows = with_noise(payload["rows"])  # cells cached before the noise column: derived
     wall = payload.get("wall_seconds")
     if _missing(wall) or not any(_missing(r.get("wall_seconds")) for r in rows):
         return rows
     return [{**r, "wall_seconds": wall} if _missing(r.get("wall_seconds")) else r for r in rows]
-
-
-def _row_source(payload: dict[str, Any]) -> Sequence[dict[str, Any]]:
-    """The rows of a payload as :func:`rows_frame` takes them: a committed cell's rows as
-    they are (positions in its table: the noise column filled when read, no wall time to
-    copy), other payloads' through :func:`payload_rows`."""
-    rows = payload["rows"]
-    if isinstance(rows, CellRows) and _missing(payload.get("wall_seconds")):
-        return rows
-    return payload_rows(payload)
 
 
 def _parsed_params(text: Any) -> dict[str, Any]:
@@ -384,7 +378,7 @@ def cached_results(
     kept = _in_key_order([p for p in payloads if filters.keeps(p["cell"])])
     # another experiment's cells (cells_from): the metrics this artefact shows
     shown = {m for names in spec.metrics.values() for m in names} if spec.cells_from else None
-    frame = with_param_columns(rows_frame([_row_source(p) for p in kept], RESULT_COLUMNS, shown))
+    frame = with_param_columns(rows_frame([payload_rows(p) for p in kept], RESULT_COLUMNS, shown))
     cached_seeds = sorted({int(p["cell"].get("seed", 0)) for p in payloads})
     seeds = tuple(filters.seeds) if filters.seeds else (tuple(cached_seeds) or (0,))
     grid = _grid(spec, scale, filters, seeds, grids)

@@ -25,20 +25,8 @@ def row_key(values: dict[str, Any], parsed: dict[str, tuple[Any, str]] | None = 
     """:attr:`dpexp.experiments.cells.Cell.view_key` of a result row's cell (experiment,
     scale, label and the cell columns: unique within a results table). ``parsed``: the
     caller's memo of :func:`canonical_params` by params text (a table has few texts)."""
-    text = values["params"]
-    if parsed is None:
-        params, params_json = canonical_params(text)
-    elif text in parsed:
-        params, params_json = parsed[text]
-    else:
-        params, params_json = parsed[text] = canonical_params(text)
-    version = values.get("data_version")
-    return view_key_text(
-        experiment=values["experiment"], scale=values["scale"], dataset=values["dataset"],
-        algorithm=values["algorithm"], label=values["label"], params=params,
-        params_json=params_json, epsilon=format_epsilon(float(values["epsilon"])),
-        fold=int(values["fold"]), repeat=int(values["repeat"]), seed=int(values["seed"]),
-        data=version if isinstance(version, str) else "")
+    return view_key_text(**_setting(values, {} if parsed is None else parsed),
+                         fold=int(values["fold"]), repeat=int(values["repeat"]))
 
 
 def row_keys(columns: list[Sequence[Any]]) -> list[str]:
@@ -52,7 +40,9 @@ def row_keys(columns: list[Sequence[Any]]) -> list[str]:
     for values in zip(*columns, strict=True):
         setting = values[:7] + values[9:]  # all but fold and repeat
         if setting not in templates:
-            templates[setting] = _template(dict(zip(KEY_FIELDS, values, strict=True)), parsed)
+            named = _setting(dict(zip(KEY_FIELDS, values, strict=True)), parsed)
+            del named["params"]  # the template holds its canonical text
+            templates[setting] = view_key_parts(**named)
         parts = templates[setting]
         if parts is None:
             keys.append(row_key(dict(zip(KEY_FIELDS, values, strict=True)), parsed))
@@ -61,14 +51,15 @@ def row_keys(columns: list[Sequence[Any]]) -> list[str]:
     return keys
 
 
-def _template(values: dict[str, Any], parsed: dict[str, tuple[Any, str]]) -> tuple[str, str, str] | None:
-    """The row key of ``values``' setting around fold and repeat (None: no template)."""
+def _setting(values: dict[str, Any], parsed: dict[str, tuple[Any, str]]) -> dict[str, Any]:
+    """The key's values of ``values`` but fold and repeat, as the key writes them."""
     text = values["params"]
     if text not in parsed:
         parsed[text] = canonical_params(text)
+    params, params_json = parsed[text]
     version = values.get("data_version")
-    return view_key_parts(
-        experiment=values["experiment"], scale=values["scale"], dataset=values["dataset"],
-        algorithm=values["algorithm"], label=values["label"], params_json=parsed[text][1],
-        epsilon=format_epsilon(float(values["epsilon"])), seed=int(values["seed"]),
-        data=version if isinstance(version, str) else "")
+    return {"experiment": values["experiment"], "scale": values["scale"],
+            "dataset": values["dataset"], "algorithm": values["algorithm"],
+            "label": values["label"], "params": params, "params_json": params_json,
+            "epsilon": format_epsilon(float(values["epsilon"])), "seed": int(values["seed"]),
+            "data": version if isinstance(version, str) else ""}
