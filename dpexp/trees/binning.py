@@ -54,9 +54,20 @@ class BinMapper:
     def n_bins(self) -> np.ndarray:
         return np.array([len(t) + 1 for t in self.thresholds], dtype=np.int32)
 
-    @property
+    @cached_property
     def max_bins(self) -> int:
         return int(self.n_bins.max()) if self.thresholds else 1
+
+    @cached_property
+    def n_candidates(self) -> np.ndarray:
+        """``n_candidates[f]``: the candidate splits of feature ``f`` (bins ``0 ..
+        n_bins[f] - 2``), int64; read by every tree of a fit, so made once (not to be
+        written)."""
+        return np.maximum(self.n_bins - 1, 0).astype(np.int64)
+
+    @cached_property
+    def n_candidates_total(self) -> int:
+        return int(self.n_candidates.sum())
 
     @cached_property
     def threshold_table(self) -> np.ndarray:

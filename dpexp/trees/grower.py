@@ -29,6 +29,7 @@ in one call (:data:`COMPILED_LEVELS`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -216,8 +217,8 @@ class _LevelGrower:
         self.max_depth = max_depth
         self.split_policy = split_policy
         self.rng, self.accountant, self.label = rng, accountant, label
-        self.n_candidates = np.maximum(mapper.n_bins - 1, 0).astype(np.int64)
-        self.n_candidates_total = int(self.n_candidates.sum())
+        self.n_candidates = mapper.n_candidates
+        self.n_candidates_total = mapper.n_candidates_total
         self.levels = HistogramLevels(ws, (n_features, max(mapper.max_bins, 1), k_stats),
                                       mapper.n_bins)
         self.nodes = _NodeTable()
@@ -225,9 +226,11 @@ class _LevelGrower:
         # the last depth's splits scored without a partition: needs the row counts
         self.fuse_last = fuse_last
         self.last_splits: np.ndarray | None = None  # (4, n): starts, ends, feats, bins
-        # the compiled level loop's arguments (None: the reference loop)
-        self.kernel = (store.kernel_args() if COMPILED_LEVELS and type(store) is InPlaceRows
-                       else None)
+        # the compiled level loop's arguments (None: the reference loop); numba's thread
+        # count read once per tree (each read takes the thread pool's lock)
+        self.threads = threads = par.n_threads()
+        self.kernel = (store.kernel_args(threads)
+                       if COMPILED_LEVELS and type(store) is InPlaceRows else None)
         self.kernel_tail: tuple = ()
         self.gains = NO_GAINS
         gains_of = getattr(split_policy, "compiled_gains", None)
@@ -237,14 +240,13 @@ class _LevelGrower:
             self.kernel_tail = (
                 self.kernel.layout, self.kernel.settings, self.levels._sub_bins,
                 self.levels.n_bins_total, self.kernel.per_row, par.HIST_PARALLEL_MIN_WORK,
-                par.LEVEL_PARALLEL_MIN_WORK, par.n_threads() > 1,
-                in_place_cut())
+                par.LEVEL_PARALLEL_MIN_WORK, threads > 1, in_place_cut(threads))
 
     def compiled_tree_fits(self) -> bool:
         """Whether :meth:`grow_greedy_compiled` can run this tree (its two buffers are
         within :data:`COMPILED_TREE_MAX_HIST_BYTES`)."""
         width = 1 << max(self.max_depth - 1, 0)
-        per_node = 8 * int(np.prod(self.levels.hist_shape))
+        per_node = 8 * math.prod(self.levels.hist_shape)
         return (self.kernel is not None and self.max_depth > 0
                 and width * per_node <= COMPILED_TREE_MAX_HIST_BYTES)
 
@@ -499,7 +501,7 @@ def _finish(grower: _LevelGrower, data: BinnedData, leaf_policy: LeafPolicy,
     score_segments(data.codes_by_feature(), order, leaf_start, leaf_end,
                    np.ascontiguousarray(values[:, 0]), float(score_scale),
                    ids.size - 2 * last.shape[1], last,
-                   par.PARTITION_PARALLEL_MIN_ROWS if par.n_threads() > 1 else 0,
+                   par.PARTITION_PARALLEL_MIN_ROWS if grower.threads > 1 else 0,
                    par.PARTITION_CHUNK_ROWS, scores)
     if grower.last_splits is None:
         return GrownTree(tree=tree, bins=bins, order=order, leaf_start=leaf_start,
@@ -536,7 +538,7 @@ class _NodeTable:
             self.feats.append(feats)
             self.bins.append(bins_)
         self.n_nodes = 1 + 2 * parents.size
-        self.level_sizes = [int(v) for v in level_sizes]
+        self.level_sizes = level_sizes.tolist()
 
     def depth_array(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.level_sizes), dtype=np.int32), self.level_sizes)

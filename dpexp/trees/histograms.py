@@ -122,12 +122,14 @@ def dense_hist_into(codes, stats, order, starts, ends, out, slots, *, sparse_cod
 
 
 def plan_settings(lay: DenseLayout, fblock: int | None = None,
-                  gathered: bool = False) -> tuple:
+                  gathered: bool = False, *, threads: int | None = None) -> tuple:
     """The :class:`~dpexp.trees.hist_layout.HistPlanSettings` of a dense build over
-    ``lay`` as a plain tuple (the work-cutting settings of this module, read now)."""
+    ``lay`` as a plain tuple (the work-cutting settings of this module, read now;
+    ``threads``: numba's thread count, when the caller has read it)."""
     return tuple(HistPlanSettings(
         lay.fblock if fblock is None else int(fblock), ROW_TASK_MAX_COLUMNS, HIST_CHUNK_ROWS,
-        HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered), par.n_threads(),
+        HIST_MAX_CHUNKS, GATHER_ROWS, SPARSE_CHUNK_ROWS, bool(gathered),
+        par.n_threads() if threads is None else threads,
         0 if lay.rows.codes.shape[0] else SMALL_NODE_COLUMNS))
 
 

@@ -270,10 +270,11 @@ def partition_in_place(codes, order, starts, ends, features, bins, cut):  # prag
     return _partition_in_place(codes, order, starts, ends, features, bins)
 
 
-def in_place_cut() -> tuple[int, int]:
-    """The ``cut`` of :func:`partition_in_place` now: numba's threads and
+def in_place_cut(threads: int | None = None) -> tuple[int, int]:
+    """The ``cut`` of :func:`partition_in_place` now: numba's threads (``threads``,
+    when the caller has read them) and
     :data:`~dpexp.trees.parallel.IN_PLACE_PARALLEL_MIN_ROWS`."""
-    return par.n_threads(), par.IN_PLACE_PARALLEL_MIN_ROWS
+    return (par.n_threads() if threads is None else threads), par.IN_PLACE_PARALLEL_MIN_ROWS
 
 
 def partition_dense(codes, order, starts, ends, features, bins) -> np.ndarray:

@@ -187,11 +187,12 @@ class ExponentialSplit:
         :func:`~dpexp.trees.split_search.candidate_gains`) with the histograms of every
         depth below the root (``SplitContext.utilities``); None when it should not (a
         subclass, or no candidate: no gains are computed then)."""
-        if type(self) is not ExponentialSplit or n_bins <= 1 or not int(n_candidates.sum()):
+        if type(self) is not ExponentialSplit or n_bins <= 1:
             return None
         n_valid, offset = self._layout_for(n_candidates, n_bins).offsets
-        return (True, float(self.reg_lambda), n_valid, offset,
-                int(offset[-1] + n_valid[-1]) if n_valid.size else 0)
+        # (with n_bins > 1 the packed columns are the candidates: none when their sum is 0)
+        n_columns = int(offset[-1] + n_valid[-1]) if n_valid.size else 0
+        return (True, float(self.reg_lambda), n_valid, offset, n_columns) if n_columns else None
 
 
 @dataclass

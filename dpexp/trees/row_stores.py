@@ -158,16 +158,17 @@ class InPlaceRows:
         return partition_dense(self._data.codes_by_feature(), self.order, starts, ends,
                                features, bins)
 
-    def kernel_args(self) -> InPlaceKernelArgs | None:
-        """The compiled level loop's view of this store, or None when one of its builds
-        could take the one-pass route of :mod:`dpexp.trees.level_histograms` (which the
-        compiled loop does not run: such trees take the reference path)."""
+    def kernel_args(self, threads: int) -> InPlaceKernelArgs | None:
+        """The compiled level loop's view of this store (``threads``: numba's thread
+        count now), or None when one of its builds could take the one-pass route of
+        :mod:`dpexp.trees.level_histograms` (which the compiled loop does not run: such
+        trees take the reference path)."""
         lay = self._layout
         if merged_possible(self._data.codes, self._stats, lay):
             return None
         return InPlaceKernelArgs(
             self._data.codes_by_feature(), self._data.codes, self._stats, self.order,
-            self._scratch, (lay.feats, *lay.plain_tuples), plan_settings(lay),
+            self._scratch, (lay.feats, *lay.plain_tuples), plan_settings(lay, threads=threads),
             float(lay.per_row))
 
 

@@ -197,6 +197,19 @@ def test_words_are_the_stream_however_chunked():
     assert a.dtype == np.uint64
 
 
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.PCG64DXSM,
+                                           np.random.Philox, np.random.SFC64,
+                                           np.random.MT19937])
+def test_words_are_the_full_range_integers(bit_generator):
+    # the raw-output shortcut gives integers(0, 2**64)'s words and leaves the stream
+    # where integers() leaves it (MT19937, 32-bit raw output, takes integers() itself)
+    ours, theirs = (np.random.Generator(bit_generator(21)) for _ in range(2))
+    for n in (0, 1, 5, 300):
+        np.testing.assert_array_equal(
+            random_words(ours, n), theirs.integers(0, 2**64, size=n, dtype=np.uint64))
+    assert ours.random() == theirs.random()
+
+
 def test_secure_generator_path():
     g = secure_generator()
     w = random_words(g, 1000)
