@@ -1,8 +1,9 @@
 """Every committed figure is drawn for the report's page (issue 42): rendered again from
 the committed results, each fits the page's width, keeps every panel at least 300 page
 pixels tall with at most four a row, has a short one-line title (the caveats are its
-caption), one legend that overlaps no panel, and colours each algorithm as every other
-figure does. The committed PNG is the size this code draws.
+caption), one legend that overlaps no panel, colours each algorithm as every other
+figure does and shows values of ours inside every panel's limits. The committed PNG is
+the size this code draws.
 """
 
 from __future__ import annotations
@@ -98,6 +99,57 @@ def test_one_legend_outside_the_panels(figures, path):
         box = legend.get_window_extent(renderer)
         for ax in _panels(fig):
             assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_title()
+
+
+def _points_in_view(ax) -> int:
+    """The values of ours (artists tagged with a series gid: lines, bars, a non-private
+    level) that lie inside the panel's limits; paper markers and error bars not counted."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+    shown = 0
+    for artist in ax.findobj(lambda a: str(a.get_gid() or "").startswith(SERIES_GID)):
+        if isinstance(artist, Line2D):
+            xs, ys = (np.asarray(v, dtype=float) for v in artist.get_data())
+            if artist.get_transform() != ax.transData:  # a level: axes x, data y
+                xs = np.full(ys.shape, (x0 + x1) / 2)
+        elif isinstance(artist, Rectangle):
+            left, bottom = artist.get_xy()
+            xs = np.array([left + artist.get_width() / 2])
+            ys = np.array([bottom + artist.get_height()])
+            if artist.get_height() == 0 or not np.isfinite(artist.get_height()):
+                continue
+        else:
+            continue
+        shown += int(np.sum(np.isfinite(xs) & np.isfinite(ys) & (xs >= x0) & (xs <= x1)
+                            & (ys >= y0) & (ys <= y1)))
+    return shown
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.parent.name)
+def test_every_panel_shows_our_values(figures, path):
+    # Fletcher Fig. 9 once drew one SynthF size per panel, each a single point out of
+    # view on a log axis: panels with nothing of ours inside their limits
+    fig, _ = figures[path.parent.name]
+    for ax in _panels(fig):
+        assert _points_in_view(ax) >= 1, f"{path.parent.name}: panel {ax.get_title()!r}"
+
+
+def test_a_panel_whose_values_lie_out_of_view_counts_none():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1.0, 2.0], [0.5, 0.6], gid=f"{SERIES_GID}dpboost#0")
+    ax.plot([1.5], [0.55], marker="o", ls="none")  # a paper marker: never counted
+    ax.bar([3.0], [0.7], gid=f"{SERIES_GID}np#0")
+    ax.set_xscale("log")
+    ax.set_xlim(0.5, 4.0)
+    assert _points_in_view(ax) == 3
+    ax.set_xlim(10.0, 100.0)  # Fig. 9's old panels: one point, off a log axis
+    assert _points_in_view(ax) == 0
+    plt.close(fig)
 
 
 def test_one_colour_per_algorithm_across_figures(figures):
