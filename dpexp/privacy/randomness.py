@@ -142,8 +142,8 @@ def random_words(rng: Rng, n: int) -> np.ndarray:
         return np.frombuffer(secrets.token_bytes(8 * n), dtype="<u8").astype(np.uint64)
     rng = check_rng(rng)
     if type(rng.bit_generator) in _RAW_IS_UINT64:
-        # the same words without integers()'s argument handling (a sixth of the call's
-        # cost at the few hundred words a leaf release takes)
+        # the same words: integers() spends most of a small call (a leaf release's few
+        # hundred words) handling its arguments
         return rng.bit_generator.random_raw(n)
     return rng.integers(0, 2**64, size=n, dtype=np.uint64)
 

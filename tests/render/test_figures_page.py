@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 from PIL import Image
 
 from dpexp.experiments.catalog import all_specs
@@ -104,10 +107,6 @@ def test_one_legend_outside_the_panels(figures, path):
 def _points_in_view(ax) -> int:
     """The values of ours (artists tagged with a series gid: lines, bars, a non-private
     level) that lie inside the panel's limits; paper markers and error bars not counted."""
-    import numpy as np
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Rectangle
-
     (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
     shown = 0
     for artist in ax.findobj(lambda a: str(a.get_gid() or "").startswith(SERIES_GID)):
@@ -115,12 +114,9 @@ def _points_in_view(ax) -> int:
             xs, ys = (np.asarray(v, dtype=float) for v in artist.get_data())
             if artist.get_transform() != ax.transData:  # a level: axes x, data y
                 xs = np.full(ys.shape, (x0 + x1) / 2)
-        elif isinstance(artist, Rectangle):
-            left, bottom = artist.get_xy()
-            xs = np.array([left + artist.get_width() / 2])
-            ys = np.array([bottom + artist.get_height()])
-            if artist.get_height() == 0 or not np.isfinite(artist.get_height()):
-                continue
+        elif isinstance(artist, Rectangle) and artist.get_height():  # a bar of ours
+            xs = np.array([artist.get_x() + artist.get_width() / 2])
+            ys = np.array([artist.get_y() + artist.get_height()])
         else:
             continue
         shown += int(np.sum(np.isfinite(xs) & np.isfinite(ys) & (xs >= x0) & (xs <= x1)
